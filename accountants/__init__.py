@@ -1,0 +1,10 @@
+"""Stateful accounting over mechanisms: RDP accountant, conversions, calibration."""
+
+from accountants.conversions import Conversion
+from accountants.rdp_accountant import DEFAULT_ORDERS, RDPAccountant
+from accountants.report import PrivacyReport
+
+__all__ = ["RDPAccountant", "Conversion", "PrivacyReport", "DEFAULT_ORDERS"]
+from accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
+
+__all__ += ["calibrate", "calibrate_gaussian_sigma", "calibrate_laplace_scale"]

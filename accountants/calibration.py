@@ -1,0 +1,160 @@
+"""Calibration: the smallest noise (or, generally, the loosest parameter) that meets a target (epsilon, delta).
+
+The search evaluates the accountant's proven upper bound, so the returned parameter always meets the target
+(it is one the search evaluated and found feasible). The bracket is expanded geometrically when needed and a
+range that does not contain an answer raises :class:`~mechanisms.errors.SearchRangeError` naming it.
+"""
+
+import math
+
+from accountants.rdp_accountant import RDPAccountant
+from mechanisms import _validate
+from mechanisms.base import Mechanism
+from mechanisms.errors import SearchRangeError
+from mechanisms.gaussian import GaussianMechanism
+from mechanisms.laplace import LaplaceMechanism
+from mechanisms.subsampled import PoissonSubsampled
+
+__all__ = ["calibrate", "calibrate_gaussian_sigma", "calibrate_laplace_scale"]
+
+_MAX_EXPANSIONS = 200  # doublings or halvings of the bracket: a factor 2^200 either way
+
+
+def calibrate(
+    family,
+    epsilon,
+    delta,
+    *,
+    count=1,
+    initial=(0.1, 10.0),
+    domain=(0.0, math.inf),
+    larger_is_more_private=True,
+    rtol=1e-6,
+    accountant=RDPAccountant,
+):
+    """Find the loosest parameter ``x`` of ``family(x)`` such that ``count`` runs are (epsilon, delta)-DP.
+
+    Parameters
+    ----------
+    family : callable
+        ``family(x) -> Mechanism``, with privacy monotone in ``x``.
+    epsilon, delta : float
+        The target; the result's epsilon (at this delta, from ``accountant``) is at most ``epsilon``.
+    count : int
+        Number of runs composed.
+    initial : (float, float)
+        Starting bracket; it is widened by factors of 2 (within ``domain``) until it contains the answer.
+    domain : (float, float)
+        Open interval of admissible parameters, never left.
+    larger_is_more_private : bool
+        True for noise parameters (return the smallest feasible ``x``), False for e.g. sampling probabilities
+        (return the largest feasible ``x``).
+    rtol : float
+        Relative width of the final bracket.
+    accountant : callable
+        Factory of an accountant with ``compose`` and ``get_epsilon`` (default :class:`RDPAccountant`).
+
+    Returns
+    -------
+    float
+        A parameter that meets the target; within ``rtol`` of the loosest one if epsilon is monotone in it.
+    """
+    epsilon = _validate.positive(epsilon, "epsilon", "calibrate")
+    delta = _validate.open_unit_interval(delta, "delta", "calibrate")
+    count = _validate.positive_int(count, "count", "calibrate")
+    rtol = _validate.positive(rtol, "rtol", "calibrate")
+    if not callable(family):
+        raise TypeError(f"`family` of calibrate must be callable; got {type(family).__name__}.")
+    lo_dom, hi_dom = (_validate.real(v, "domain", "calibrate", allow_inf=True) for v in domain)
+    lo, hi = (_validate.real(v, "initial", "calibrate") for v in initial)
+    if not lo_dom <= lo < hi <= hi_dom:
+        raise ValueError(f"`initial` of calibrate must satisfy domain[0] <= lo < hi <= domain[1]; got {initial}.")
+
+    def feasible(x):
+        mechanism = family(x)
+        if not isinstance(mechanism, Mechanism):
+            raise TypeError(f"`family` of calibrate must return a Mechanism; got {type(mechanism).__name__}.")
+        return accountant().compose(mechanism, count=count).get_epsilon(delta) <= epsilon
+
+    def widen(x, outward_up):
+        if lo_dom > 0 or (outward_up and x > 0):
+            y = x * 2.0 if outward_up else x / 2.0
+        else:
+            y = x + (abs(x) + 1.0) * (1.0 if outward_up else -1.0)
+        y = min(y, hi_dom) if outward_up else max(y, lo_dom)
+        if y == lo_dom or y == hi_dom:  # the domain is open: step halfway towards its end instead
+            y = (x + y) / 2.0 if math.isfinite(y) else y
+        return y
+
+    # Orient: "good" is the feasible end, "bad" the infeasible one.
+    good, bad = (hi, lo) if larger_is_more_private else (lo, hi)
+    towards_good_up = larger_is_more_private
+    searched = [lo, hi]
+    for _ in range(_MAX_EXPANSIONS):
+        if feasible(good):
+            break
+        bad, good = good, widen(good, towards_good_up)
+        searched = [min(searched[0], good), max(searched[1], good)]
+    else:
+        raise SearchRangeError(
+            f"calibrate found no parameter meeting epsilon <= {epsilon} at delta = {delta} in "
+            f"[{searched[0]:.6g}, {searched[1]:.6g}] (domain {domain})."
+        )
+    for _ in range(_MAX_EXPANSIONS):
+        if not feasible(bad):
+            break
+        good, bad = bad, widen(bad, not towards_good_up)
+        searched = [min(searched[0], bad), max(searched[1], bad)]
+    else:
+        raise SearchRangeError(
+            f"calibrate: every parameter tried in [{searched[0]:.6g}, {searched[1]:.6g}] meets epsilon <= "
+            f"{epsilon} at delta = {delta}; the loosest one lies outside this range (domain {domain})."
+        )
+    geometric = good > 0 and bad > 0
+    while abs(good - bad) > rtol * abs(good):
+        mid = math.sqrt(good * bad) if geometric else (good + bad) / 2.0
+        if mid in (good, bad):
+            break
+        if feasible(mid):
+            good = mid
+        else:
+            bad = mid
+    return float(good)
+
+
+def calibrate_gaussian_sigma(epsilon, delta, *, sampling_probability=1.0, count=1, sensitivity=1.0, rtol=1e-6):
+    """Smallest Gaussian ``sigma`` such that ``count`` runs of the (Poisson-subsampled) Gaussian mechanism are
+    (epsilon, delta)-DP by the RDP accountant (upper bound, add-or-remove-one).
+
+    Examples
+    --------
+    >>> sigma = calibrate_gaussian_sigma(1.0, 1e-5)
+    >>> acc = RDPAccountant().compose(GaussianMechanism(sigma=sigma))
+    >>> acc.get_epsilon(1e-5) <= 1.0
+    True
+    """
+    q = _validate.probability(sampling_probability, "sampling_probability", "calibrate_gaussian_sigma")
+    sensitivity = _validate.positive(sensitivity, "sensitivity", "calibrate_gaussian_sigma")
+
+    def family(sigma):
+        base = GaussianMechanism(sigma=sigma, sensitivity=sensitivity)
+        return base if q == 1.0 else PoissonSubsampled(base, sampling_probability=q)
+
+    return calibrate(
+        family, epsilon, delta, count=count, initial=(0.5 * sensitivity, 2.0 * sensitivity), rtol=rtol
+    )
+
+
+def calibrate_laplace_scale(epsilon, delta, *, sampling_probability=1.0, count=1, sensitivity=1.0, rtol=1e-6):
+    """Smallest Laplace ``scale`` such that ``count`` runs of the (Poisson-subsampled) Laplace mechanism are
+    (epsilon, delta)-DP by the RDP accountant (upper bound, add-or-remove-one)."""
+    q = _validate.probability(sampling_probability, "sampling_probability", "calibrate_laplace_scale")
+    sensitivity = _validate.positive(sensitivity, "sensitivity", "calibrate_laplace_scale")
+
+    def family(scale):
+        base = LaplaceMechanism(scale=scale, sensitivity=sensitivity)
+        return base if q == 1.0 else PoissonSubsampled(base, sampling_probability=q)
+
+    return calibrate(
+        family, epsilon, delta, count=count, initial=(0.5 * sensitivity, 2.0 * sensitivity), rtol=rtol
+    )

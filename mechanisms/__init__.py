@@ -1,0 +1,42 @@
+"""Immutable mechanism descriptions and combinators, each able to report its privacy curves.
+
+Every mechanism has ``rdp(orders)``: a float64 Renyi-DP upper bound under the add-or-remove-one relation,
+vectorised over real orders in (1, inf] (inf meaning pure DP), ``+inf`` where no bound exists.
+"""
+
+from mechanisms import subsampled_rdp
+from mechanisms.base import Mechanism
+from mechanisms.composition import Composed, SelfComposed
+from mechanisms.errors import (
+    DPLedgerError,
+    DPLedgerWarning,
+    MissingCapabilityError,
+    NumericalError,
+    SearchRangeError,
+)
+from mechanisms.gaussian import GaussianMechanism
+from mechanisms.laplace import LaplaceMechanism
+from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
+from mechanisms.relations import NeighboringRelation
+from mechanisms.subsampled import PoissonSubsampled
+from mechanisms.zcdp import CustomRDPMechanism, ZCDPMechanism
+
+__all__ = [
+    "Mechanism",
+    "NeighboringRelation",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "RandomizedResponse",
+    "PureDPMechanism",
+    "ZCDPMechanism",
+    "CustomRDPMechanism",
+    "PoissonSubsampled",
+    "SelfComposed",
+    "Composed",
+    "subsampled_rdp",
+    "DPLedgerError",
+    "DPLedgerWarning",
+    "MissingCapabilityError",
+    "NumericalError",
+    "SearchRangeError",
+]

@@ -1,0 +1,260 @@
+"""Renyi DP of Poisson-subsampled mechanisms (thesis Ch. 2; Zhu & Wang 2019), as pure functions.
+
+Notation: ``gamma`` is the sampling probability, ``eps(l)`` the base mechanism's RDP and
+``c_l = C(alpha, l) (1 - gamma)^(alpha - l) gamma^l`` the Binomial(alpha, gamma) weights. For integer alpha >= 2
+
+* thesis Thm 2.3.2 (lower bound) and Thm 2.3.4 (tight upper bound, for bases satisfying the Pearson-Vajda
+  condition (2.2): Gaussian and Laplace by thesis Prop 2.3.6)::
+
+      (alpha - 1) eps_sub(alpha) = log{ (1 - gamma)^(alpha - 1) (alpha gamma - gamma + 1)
+                                        + sum_{l=2}^{alpha} c_l exp((l - 1) eps(l)) }
+
+* thesis Thm 2.3.1 (general upper bound, any base): the same with the terms l >= 3 multiplied by 3.
+
+Because the weights sum to one, the argument of the logarithm equals ``1 + S`` with
+``S = sum_{l>=2} c_l (w_l - 1) >= 0`` (``w_l = exp((l-1) eps(l))``, or ``3 exp(...)`` in the general bound),
+a sum of non-negative terms. We evaluate ``log1p(S)`` with ``logsumexp`` over these terms: nothing overflows
+and, unlike the signed evaluation of thesis Remark 2.3.8, nothing cancels, so sampling probabilities down to
+1e-9 keep full relative precision. The tau-term bounds (thesis Thm 2.3.7, Thm 2.5.8) do have signed terms and
+use the signed log-sum-exp of Remark 2.3.8.
+
+Non-integer orders: :func:`gaussian_fractional_rdp` sums the exact series of Mironov, Talwar & Zhang 2019
+(Sec 3.3) for the subsampled Gaussian; for other bases :func:`chord_rdp` interpolates ``(alpha - 1) eps(alpha)``
+linearly between integer orders, an upper bound because that function is convex in alpha (Renyi 1961; van
+Erven & Harremoes 2014, Cor 2).
+
+Every function returns an upper bound rounded up (float64 slack ``ROUNDING``), except :func:`lower_bound`.
+"""
+
+import numpy as np
+from scipy import special
+
+from mechanisms._logmath import ROUNDING, log1p_exp, log_binom, log_expm1
+
+__all__ = [
+    "tight_bound",
+    "general_bound",
+    "lower_bound",
+    "tau_term_bound",
+    "gaussian_fractional_rdp",
+    "chord_rdp",
+    "pure_dp_bound",
+    "EXACT_MAX_ORDER",
+]
+
+#: Integer orders up to this are summed exactly (O(alpha) work); larger ones use the tau-term bounds.
+EXACT_MAX_ORDER = 100_000
+#: Number of exact head and tail terms kept by the tau-term bounds above ``EXACT_MAX_ORDER``.
+DEFAULT_TAU = 2_000
+#: Terms tried by the fractional-order Gaussian series before giving up (the caller then uses the chord).
+_MAX_SERIES_TERMS = 1 << 18
+
+
+def _check_integer_orders(orders):
+    orders = np.asarray(orders, dtype=np.float64).reshape(-1)
+    if ((orders != np.round(orders)) | (orders < 2)).any():
+        raise ValueError(f"`orders` must be integers >= 2 here; got {orders.tolist()[:5]}.")
+    return orders.astype(np.int64)
+
+
+def _log_moments(rdp, max_order):
+    """``x[l] = (l - 1) * eps(l)`` for l = 0..max_order (entries 0 and 1 unused, set to 0)."""
+    x = np.zeros(max_order + 1)
+    if max_order >= 2:
+        ls = np.arange(2, max_order + 1, dtype=np.float64)
+        x[2:] = (ls - 1.0) * np.asarray(rdp(ls), dtype=np.float64)
+    return x
+
+
+def _binomial_sum_bound(orders, gamma, rdp, factor):
+    """``log(1 + S) / (alpha - 1)`` at integer orders; ``factor`` multiplies the terms l >= 3."""
+    orders = _check_integer_orders(orders)
+    if orders.size == 0:
+        return np.zeros(0)
+    if gamma == 0.0:
+        return np.zeros(orders.shape)
+    x = _log_moments(rdp, int(orders.max()))
+    # log(w_l - 1): w_2 = exp(x_2); w_l = factor * exp(x_l) for l >= 3.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_w1 = log_expm1(x)
+        if factor != 1.0:
+            log_w1[3:] = x[3:] + np.log(factor - np.exp(-x[3:]))
+    # Ragged (order, l) pairs laid flat: l = 2..alpha for each alpha.
+    lengths = orders - 1
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    alpha = np.repeat(orders, lengths).astype(np.float64)
+    ell = np.arange(lengths.sum()) - np.repeat(starts, lengths) + 2
+    log_c, _ = log_binom(alpha, ell)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = log_c + (alpha - ell) * np.log1p(-gamma) + ell * np.log(gamma) + log_w1[ell]
+    if gamma == 1.0:  # only l = alpha survives; (alpha - l) * log(0) is nan at l = alpha
+        terms = np.where(ell == alpha, log_w1[ell], -np.inf)
+    peak = np.maximum.reduceat(terms, starts)
+    finite_peak = np.where(np.isfinite(peak), peak, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mass = np.add.reduceat(np.exp(terms - np.repeat(finite_peak, lengths)), starts)
+        log_s = np.where(np.isfinite(peak), finite_peak + np.log(mass), peak) + ROUNDING
+    return log1p_exp(log_s) / (orders - 1.0) * (1.0 + ROUNDING)
+
+
+def tight_bound(orders, gamma, rdp):
+    """Tight RDP of the Poisson-subsampled mechanism at integer orders (thesis Thm 2.3.4).
+
+    Valid only if the base satisfies the Pearson-Vajda condition (thesis (2.2)); :class:`PoissonSubsampled`
+    calls it only for such bases. Equals the lower bound of thesis Thm 2.3.2. Upper bound (rounded up),
+    add-or-remove-one.
+
+    Parameters
+    ----------
+    orders : array_like of int
+        Integer orders >= 2.
+    gamma : float
+        Sampling probability in [0, 1].
+    rdp : callable
+        The base mechanism's RDP, vectorised over integer orders.
+    """
+    return _binomial_sum_bound(orders, gamma, rdp, factor=1.0)
+
+
+def general_bound(orders, gamma, rdp):
+    """RDP upper bound of the Poisson-subsampled mechanism, any base, integer orders (thesis Thm 2.3.1).
+
+    ``(alpha-1) eps <= log{(1-g)^(alpha-1)(alpha g - g + 1) + C(alpha,2) g^2 (1-g)^(alpha-2) e^eps(2)
+    + 3 sum_{l>=3} c_l e^((l-1) eps(l))}``. Upper bound (rounded up), add-or-remove-one.
+    """
+    return _binomial_sum_bound(orders, gamma, rdp, factor=3.0)
+
+
+def lower_bound(orders, gamma, rdp):
+    """Thesis Thm 2.3.2: some mechanism with RDP curve ``rdp`` has at least this subsampled RDP.
+
+    For bases that attain their RDP with a pair satisfying condition (2.2) (Gaussian, Laplace) this is the
+    exact value; tests use it to bracket the upper bounds. Not an upper bound for other bases.
+    """
+    return _binomial_sum_bound(orders, gamma, rdp, factor=1.0) / (1.0 + ROUNDING) ** 2
+
+
+def tau_term_bound(orders, gamma, rdp, tau=DEFAULT_TAU, *, general=False):
+    """Tau-term upper bound at large integer orders (thesis Thm 2.3.7; with ``general``, Thm 2.5.8).
+
+    Keeps the head terms l <= tau and the tail terms l > alpha - tau exact and bounds the middle terms with
+    ``eps(l) <= E = eps(alpha - tau)`` (monotonicity of RDP in the order). Summing the middle in closed form
+    with ``M = e^(-E) (1 - g + g e^E)^alpha`` gives, with ``K = 1`` (tight) or ``K = 3`` (general)::
+
+        K M + sum_{l in {0,1}} c_l (1 - K e^((l-1)E)) + sum_{l in head, tail} c_l (w_l - K e^((l-1)E))
+
+    which for K = 1 is the statement of thesis Thm 2.3.7 and for K = 3 Thm 2.5.8 with the tail kept exact.
+    Evaluated with the signed log-sum-exp of thesis Remark 2.3.8, plus a rounding slack proportional to the
+    sum of magnitudes. Orders below ``2 * tau + 1`` are summed exactly instead. Upper bound, add-or-remove-one.
+    """
+    orders = _check_integer_orders(orders)
+    tau = int(tau)
+    if tau < 2:
+        raise ValueError(f"`tau` of tau_term_bound must be at least 2; got {tau}.")
+    exact = (tight_bound if not general else general_bound)
+    out = np.empty(orders.shape)
+    for idx, alpha in enumerate(orders):
+        if alpha <= 2 * tau or gamma in (0.0, 1.0):
+            out[idx] = exact([alpha], gamma, rdp)[0]
+            continue
+        out[idx] = _tau_term_one(int(alpha), gamma, rdp, tau, 3.0 if general else 1.0)
+    return out
+
+
+def _tau_term_one(alpha, gamma, rdp, tau, big_k):
+    ell = np.concatenate((np.arange(0, tau + 1), np.arange(alpha - tau + 1, alpha + 1))).astype(np.float64)
+    eps_l = np.zeros(ell.shape)
+    eps_l[ell >= 2] = np.asarray(rdp(ell[ell >= 2]), dtype=np.float64)
+    big_e = float(np.asarray(rdp(np.array([float(alpha - tau)])))[0])
+    if not np.isfinite(big_e) or not np.all(np.isfinite(eps_l)):
+        return np.inf
+    x = (ell - 1.0) * eps_l
+    log_c, _ = log_binom(float(alpha), ell)
+    log_c = log_c + (alpha - ell) * np.log1p(-gamma) + ell * np.log(gamma)
+    k_l = np.where(ell >= 3, big_k, 1.0)
+    # c_l (w_l - K e^((l-1)E)) with w_0 = w_1 = 1 (those terms carry no exponential).
+    log_w = np.where(ell >= 2, np.log(k_l) + x, 0.0)
+    pair = np.stack((log_w, np.log(big_k) + (ell - 1.0) * big_e), axis=1)
+    diff, sign = special.logsumexp(pair, axis=1, b=np.array([1.0, -1.0]), return_sign=True)
+    log_m = -big_e + alpha * np.log1p(gamma * np.expm1(big_e))
+    log_terms = np.concatenate(([np.log(big_k) + log_m], log_c + diff))
+    signs = np.concatenate(([1.0], sign))
+    log_total, total_sign = special.logsumexp(log_terms, b=signs, return_sign=True)
+    slack = special.logsumexp(log_terms) + np.log(ROUNDING * len(log_terms))
+    if total_sign <= 0:
+        return np.inf
+    return float(np.logaddexp(log_total, slack) / (alpha - 1.0) * (1.0 + ROUNDING))
+
+
+def gaussian_fractional_rdp(orders, gamma, noise_multiplier):
+    """Exact RDP of the Poisson-subsampled Gaussian at real orders (Mironov, Talwar & Zhang 2019, Sec 3.3).
+
+    ``A = E_{mu0}[(mu / mu0)^alpha]`` with ``mu0 = N(0, s^2)``, ``mu = (1 - g) mu0 + g N(1, s^2)``, split at
+    ``z0 = s^2 log(1/g - 1) + 1/2`` and expanded binomially on each side (signed generalized binomial
+    coefficients, summed with their signs as the series is; an absolute-value series overestimates)::
+
+        A = sum_i C(alpha, i) [ g^i (1-g)^(alpha-i) e^((i^2-i)/(2 s^2)) Phi((z0 - i)/s)
+                              + g^(alpha-i) (1-g)^i e^((j^2-j)/(2 s^2)) Phi((j - z0)/s) ],  j = alpha - i
+
+    The series is summed until its last 16 terms are 40 nats below the total; the largest magnitude among them
+    plus a float64 rounding slack is added, so the value is rounded up. Returns ``log(A) / (alpha - 1)`` per
+    order, NaN where the series did not converge within its term budget (callers then use :func:`chord_rdp`).
+    That ``A`` dominates the reverse divergence ``E_mu[(mu0/mu)^alpha]`` is thesis Thm 2.3.4 at integer orders
+    and checked against mpmath at real orders in the tests. Upper bound, add-or-remove-one.
+    """
+    alphas = np.asarray(orders, dtype=np.float64).reshape(-1)
+    s = float(noise_multiplier)
+    if gamma == 0.0:
+        return np.zeros(alphas.shape)
+    if gamma == 1.0:
+        return alphas / (2.0 * s * s)
+    out = np.full(alphas.shape, np.nan)
+    log_g, log_1mg = np.log(gamma), np.log1p(-gamma)
+    z0 = s * s * (log_1mg - log_g) + 0.5
+    todo = np.arange(alphas.size)
+    n = int(np.ceil(alphas.max(initial=2.0))) + 64
+    while todo.size and n <= _MAX_SERIES_TERMS:
+        a = alphas[todo][:, None]
+        i = np.arange(n, dtype=np.float64)[None, :]
+        j = a - i
+        log_c, sign = log_binom(a, i)
+        t0 = log_c + i * log_g + j * log_1mg + (i * i - i) / (2 * s * s) + special.log_ndtr((z0 - i) / s)
+        t1 = log_c + j * log_g + i * log_1mg + (j * j - j) / (2 * s * s) + special.log_ndtr((j - z0) / s)
+        terms = np.concatenate((t0, t1), axis=1)
+        signs = np.concatenate((sign, sign), axis=1)
+        log_a, a_sign = special.logsumexp(terms, axis=1, b=signs, return_sign=True)
+        tail = np.maximum(t0[:, -16:].max(axis=1), t1[:, -16:].max(axis=1))
+        done = (a_sign > 0) & (tail < log_a - 40.0)
+        slack = np.logaddexp(tail, special.logsumexp(terms, axis=1) + np.log(ROUNDING))
+        value = np.maximum(np.logaddexp(log_a, slack), 0.0) / (alphas[todo] - 1.0) * (1.0 + ROUNDING)
+        out[todo[done]] = value[done]
+        todo = todo[~done]
+        n *= 4
+    return out
+
+
+def chord_rdp(orders, integer_rdp):
+    """Upper bound at real orders from integer orders: the chord of the convex ``(alpha - 1) eps(alpha)``.
+
+    For ``n < alpha < n + 1``: ``(alpha-1) eps(alpha) <= (n + 1 - alpha)(n - 1) eps(n) + (alpha - n) n eps(n+1)``
+    with ``(alpha - 1) eps(alpha) -> 0`` at ``n = 1``. Convexity of ``(alpha - 1) D_alpha`` in alpha: van Erven &
+    Harremoes 2014, Cor 2; thesis Ch. 2 (Wang et al. 2019b). Upper bound if ``integer_rdp`` gives upper bounds.
+    """
+    orders = np.asarray(orders, dtype=np.float64).reshape(-1)
+    lo = np.floor(orders)
+    hi = lo + 1.0
+    need = np.unique(np.concatenate((lo[lo >= 2], hi)))
+    values = dict(zip(need.tolist(), np.asarray(integer_rdp(need), dtype=np.float64).tolist()))
+    f_lo = np.array([(a - 1.0) * values[a] if a >= 2 else 0.0 for a in lo.tolist()])
+    f_hi = np.array([(a - 1.0) * values[a] for a in hi.tolist()])
+    with np.errstate(invalid="ignore"):
+        f = np.where(orders == lo, f_lo, (hi - orders) * f_lo + (orders - lo) * f_hi)
+        return np.where(np.isinf(f), np.inf, f / (orders - 1.0))
+
+
+def pure_dp_bound(gamma, epsilon):
+    """Pure DP of the Poisson-subsampled mechanism: ``log(1 + g (e^eps - 1))`` (Balle, Barthe & Gaboardi
+    2018, Thm 8, add-or-remove-one). An upper bound on the subsampled RDP at every order."""
+    if np.isinf(epsilon):
+        return np.inf
+    return float(np.log1p(gamma * np.expm1(epsilon)) * (1.0 + ROUNDING))
