@@ -2,7 +2,7 @@
 
 import enum
 
-__all__ = ["NeighboringRelation"]
+__all__ = ["NeighboringRelation", "Direction"]
 
 
 class NeighboringRelation(enum.Enum):
@@ -13,3 +13,13 @@ class NeighboringRelation(enum.Enum):
     """
 
     ADD_OR_REMOVE_ONE = "add or remove one record"
+
+
+class Direction(enum.Enum):
+    """One half of the add-or-remove-one relation, each with its own dominating pair (thesis Thm 3.3.5).
+
+    A privacy profile under add-or-remove-one is the larger of the two directions' profiles.
+    """
+
+    REMOVE = "remove one record"
+    ADD = "add one record"
