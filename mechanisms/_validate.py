@@ -81,6 +81,11 @@ def orders_array(orders, owner):
     """Orders as a float64 array of any shape, every entry a real number in (1, inf]."""
     if isinstance(orders, (bool, np.bool_, str, bytes)):
         raise TypeError(f"`orders` of {owner} must be real numbers; got {type(orders).__name__} {orders!r}.")
+    raw = np.asarray(orders) if not isinstance(orders, np.ndarray) else orders
+    if raw.dtype.kind == "b":
+        raise TypeError(f"`orders` of {owner} must be real numbers; got booleans.")
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"`orders` of {owner} must be real numbers; got {raw.dtype} values {orders!r}.")
     try:
         arr = np.asarray(orders, dtype=np.float64)
     except (TypeError, ValueError):

@@ -6,6 +6,7 @@ import numpy as np
 
 from mechanisms import _validate
 from mechanisms.errors import MissingCapabilityError, NumericalError
+from mechanisms.relations import Direction
 
 __all__ = ["Mechanism"]
 
@@ -47,6 +48,59 @@ class Mechanism(abc.ABC):
     @abc.abstractmethod
     def _rdp(self, orders):
         """RDP at a validated 1-D float64 array of orders in (1, inf]."""
+
+    def log_mgf(self, s, direction=Direction.REMOVE):
+        """``log E_P[exp(s L)]`` of the privacy loss ``L = log(p/q)`` of this mechanism's dominating pair.
+
+        The remove direction uses the pair (with the record, without it); the add direction is its mirror
+        image, ``log_mgf(s, ADD) = log_mgf(-1 - s, REMOVE)``, because ``E_Q[(q/p)^s] = E_P[(p/q)^(-1-s)]``.
+        On the imaginary axis this is the log characteristic function of thesis Def 3.3.7.
+
+        Parameters
+        ----------
+        s : complex or array_like of complex
+        direction : Direction
+
+        Returns
+        -------
+        numpy.ndarray of complex128, same shape as ``s``.
+
+        Raises
+        ------
+        MissingCapabilityError
+            If the mechanism has no known dominating pair (for example a zCDP or custom-RDP mechanism).
+        """
+        if not isinstance(direction, Direction):
+            raise TypeError(f"`direction` of {type(self).__name__}.log_mgf must be a Direction; got {direction!r}.")
+        try:
+            arr = np.asarray(s, dtype=np.complex128)
+        except (TypeError, ValueError):
+            raise TypeError(f"`s` of {type(self).__name__}.log_mgf must be complex numbers; got {s!r}.") from None
+        if np.isnan(arr).any():
+            raise ValueError(f"`s` of {type(self).__name__}.log_mgf must be numbers; got nan.")
+        flat = arr.reshape(-1)
+        if direction is Direction.ADD:
+            flat = -1.0 - flat
+        out = np.asarray(self._log_mgf(flat), dtype=np.complex128).reshape(arr.shape)
+        if np.isnan(out).any():
+            raise NumericalError(f"{self!r}.log_mgf produced NaN.")
+        return out[()]
+
+    def _log_mgf(self, s):
+        raise MissingCapabilityError(
+            f"{type(self).__name__} has no dominating pair, so no characteristic-function representation; "
+            "account for it with RDPAccountant, or describe it by a dominating pair (DominatingPairMechanism) "
+            "or by its log characteristic function (CharacteristicFunctionMechanism)."
+        )
+
+    def log_mgf_sup(self, real_part, u_min):
+        """An upper bound on ``sup_{|u| >= u_min} Re log M(real_part + i u)`` (remove direction's ``M``).
+
+        Used to bound the truncation error of Fourier inversion. The default, ``log M(real_part)``, always
+        holds because ``|E[e^((c + iu) L)]| <= E[e^(c L)]``; mechanisms whose characteristic function decays
+        override it.
+        """
+        return float(np.real(self._log_mgf(np.array([complex(real_part)]))[0]))
 
     def pure_epsilon(self):
         """The pure-DP epsilon (the RDP at order inf); raises if the mechanism is not pure DP."""

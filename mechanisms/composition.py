@@ -36,6 +36,12 @@ class SelfComposed(Mechanism):
     def _rdp(self, orders):
         return self.count * self.mechanism.rdp(orders)
 
+    def _log_mgf(self, s):
+        return self.count * self.mechanism._log_mgf(s)
+
+    def log_mgf_sup(self, real_part, u_min):
+        return self.count * self.mechanism.log_mgf_sup(real_part, u_min)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Composed(Mechanism):
@@ -67,3 +73,9 @@ class Composed(Mechanism):
 
     def _rdp(self, orders):
         return np.sum([m.rdp(orders) for m in self.mechanisms], axis=0)
+
+    def _log_mgf(self, s):
+        return np.sum([m._log_mgf(s) for m in self.mechanisms], axis=0)
+
+    def log_mgf_sup(self, real_part, u_min):
+        return float(sum(m.log_mgf_sup(real_part, u_min) for m in self.mechanisms))

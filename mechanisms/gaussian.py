@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms import _validate
+from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
 
 __all__ = ["GaussianMechanism"]
@@ -41,3 +41,15 @@ class GaussianMechanism(Mechanism):
 
     def _rdp(self, orders):
         return np.where(np.isinf(orders), np.inf, orders / (2.0 * self.noise_multiplier**2))
+
+    def _log_mgf(self, s):
+        """Pair (N(sensitivity, sigma^2), N(0, sigma^2)): ``L ~ N(mu^2/2, mu^2)``, ``mu = 1/noise_multiplier``."""
+        return privacy_loss.gaussian_log_mgf(s, 1.0 / self.noise_multiplier)
+
+    def log_mgf_sup(self, real_part, u_min):
+        """Exact: ``Re log M(c + iu) = mu^2 (c (c + 1) - u^2) / 2`` decreases in ``|u|``."""
+        mu2 = self.noise_multiplier**-2
+        return 0.5 * mu2 * (real_part * (real_part + 1.0) - u_min * u_min)
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        return privacy_loss.gaussian_output_quadrature(1.0 / self.noise_multiplier, max_frequency, tilt, gamma)

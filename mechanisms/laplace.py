@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms import _validate
+from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
 
 __all__ = ["LaplaceMechanism"]
@@ -39,12 +39,35 @@ class LaplaceMechanism(Mechanism):
         )
 
     def _rdp(self, orders):
-        inv_lam = self.sensitivity / self.scale
+        # With weights alpha/(2 alpha - 1) and (alpha - 1)/(2 alpha - 1) summing to one, the argument of the log
+        # is 1 + X, X = [alpha expm1((alpha-1) t) + (alpha-1) expm1(-alpha t)] / (2 alpha - 1) >= 0. The two
+        # parts cancel to first order in t, so X is rounded up by the float64 error of its parts.
+        t = self.sensitivity / self.scale
         a = np.where(np.isinf(orders), 2.0, orders)
-        with np.errstate(divide="ignore"):
-            log_sum = np.logaddexp(
-                np.log(a / (2 * a - 1)) + (a - 1) * inv_lam,
-                np.log((a - 1) / (2 * a - 1)) - a * inv_lam,
-            )
-        finite = np.minimum(np.maximum(log_sum / (a - 1), 0.0), inv_lam)
-        return np.where(np.isinf(orders), inv_lam, finite)
+        inv_a = 1.0 / a
+        with np.errstate(over="ignore", invalid="ignore"):
+            up = np.expm1((a - 1.0) * t) / (2.0 - inv_a)
+            down = (1.0 - inv_a) * np.expm1(-a * t) / (2.0 - inv_a)
+            x = up + down + 4 * np.finfo(np.float64).eps * (np.abs(up) + np.abs(down))
+            small = np.log1p(np.maximum(x, 0.0)) / (a - 1.0)
+            # large (alpha - 1) t: log(alpha/(2 alpha - 1)) + (alpha - 1) t + log1p(...) without overflow
+            log_big = np.logaddexp(-np.log(2.0 - inv_a) + (a - 1.0) * t,
+                                   np.log1p(-inv_a) - np.log(2.0 - inv_a) - a * t)
+            large = log_big / (a - 1.0)
+        finite = np.where((a - 1.0) * t < 30.0, small, large) * (1.0 + 8 * np.finfo(np.float64).eps)
+        finite = np.where(a > 1e15, t, finite)
+        return np.where(np.isinf(orders), t, np.clip(finite, 0.0, t))
+
+    def _log_mgf(self, s):
+        """Pair (Laplace(sensitivity, scale), Laplace(0, scale)); closed form in :mod:`mechanisms.privacy_loss`."""
+        return privacy_loss.laplace_log_mgf(s, self.sensitivity / self.scale)
+
+    def log_mgf_sup(self, real_part, u_min):
+        """``|M(c + iu)| <= A (1 + 1/|1 + 2c + 2iu|)`` with ``A = (e^(ct) + e^(-t(1+c)))/2``: the two atoms of the
+        loss do not decay, the continuous part decays like ``1/u``."""
+        t, c = self.sensitivity / self.scale, real_part
+        log_a = np.logaddexp(c * t, -t * (1.0 + c)) - np.log(2.0)
+        return float(log_a + np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        return privacy_loss.laplace_output_quadrature(self.sensitivity / self.scale, max_frequency)

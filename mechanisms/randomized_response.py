@@ -4,8 +4,9 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms import _validate
+from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
+from mechanisms.errors import MissingCapabilityError
 
 __all__ = ["RandomizedResponse", "PureDPMechanism"]
 
@@ -19,9 +20,15 @@ def _bernoulli_pair_rdp(orders, log_p, log_1mp):
     """
     eps_inf = abs(log_p - log_1mp)
     a = np.where(np.isinf(orders), 2.0, orders)
-    # Factor out exp((alpha - 1) * eps_inf) so both terms are <= 1 and nothing overflows.
-    log_sum = np.logaddexp(0.0, -(2 * a - 1) * eps_inf) + (a - 1) * eps_inf - np.log1p(np.exp(-eps_inf))
-    finite = np.clip(log_sum / (a - 1), 0.0, eps_inf)
+    # Factor out exp((alpha - 1) * eps_inf) so both terms are <= 1 and nothing overflows; the two log1p terms
+    # nearly cancel for small eps_inf, so their rounding is added (the result is rounded up).
+    first = np.logaddexp(0.0, -(2 * a - 1) * eps_inf)
+    second = np.log1p(np.exp(-eps_inf))
+    slack = 2 * np.finfo(np.float64).eps * (first + second)
+    log_sum = first + (a - 1) * eps_inf - second + slack
+    with np.errstate(invalid="ignore"):
+        finite = np.clip(log_sum / (a - 1), 0.0, eps_inf)
+    finite = np.where(a > 1e15, eps_inf, finite)
     return np.where(np.isinf(orders), eps_inf, finite)
 
 
@@ -48,6 +55,19 @@ class RandomizedResponse(Mechanism):
             return np.full(orders.shape, np.inf)
         return _bernoulli_pair_rdp(orders, np.log(self.p), np.log1p(-self.p))
 
+    def _log_mgf(self, s):
+        """Pair (Bernoulli(p), Bernoulli(1 - p)); the loss takes the two values +-log(p/(1-p))."""
+        if self.p in (0.0, 1.0):
+            raise MissingCapabilityError(
+                f"RandomizedResponse(p={self.p}) releases the bit: its privacy loss is infinite."
+            )
+        return privacy_loss.bernoulli_log_mgf(s, np.log(self.p) - np.log1p(-self.p))
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        if self.p in (0.0, 1.0):
+            self._log_mgf(np.zeros(1))
+        return privacy_loss.bernoulli_output_quadrature(np.log(self.p) - np.log1p(-self.p))
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PureDPMechanism(Mechanism):
@@ -73,3 +93,10 @@ class PureDPMechanism(Mechanism):
         # log p = -log1p(e^-eps), log(1 - p) = -eps - log1p(e^-eps)
         log_p = -np.log1p(np.exp(-self.epsilon))
         return _bernoulli_pair_rdp(orders, log_p, log_p - self.epsilon)
+
+    def _log_mgf(self, s):
+        """Randomized response with ``p = e^eps / (1 + e^eps)`` dominates every eps-DP mechanism."""
+        return privacy_loss.bernoulli_log_mgf(s, self.epsilon)
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        return privacy_loss.bernoulli_output_quadrature(self.epsilon)

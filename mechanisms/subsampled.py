@@ -4,8 +4,9 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms import _validate, subsampled_rdp
+from mechanisms import _validate, privacy_loss, subsampled_rdp
 from mechanisms.base import Mechanism
+from mechanisms.errors import MissingCapabilityError
 from mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["PoissonSubsampled"]
@@ -76,20 +77,66 @@ class PoissonSubsampled(Mechanism):
         base_pure = float(self.mechanism.rdp(np.inf))
         pure = subsampled_rdp.pure_dp_bound(q, base_pure)
         out[inf] = pure
+        huge = integer & (orders > 2.0**53)  # beyond exact integers: the pure-DP cap below applies
+        out[huge] = np.inf
+        integer &= ~huge
         if integer.any():
             out[integer] = self._integer_rdp(orders[integer])
         if frac.any():
             out[frac] = self._fractional_rdp(orders[frac])
-        return np.minimum(out, pure)
+        # Subsampling is never worse than the base (joint quasi-convexity of the Renyi divergence), nor worse
+        # than the subsampled pure-DP bound (D_alpha <= D_inf).
+        return np.minimum(np.minimum(out, pure), self.mechanism.rdp(orders))
 
     def _fractional_rdp(self, orders):
-        values = np.full(orders.shape, np.nan)
+        """The chord between integer orders (always valid), improved by the exact series for a Gaussian base
+        (evaluated order by order, so a value does not depend on the other orders asked for)."""
+        values = subsampled_rdp.chord_rdp(orders, self._integer_rdp)
         if isinstance(self.mechanism, GaussianMechanism):
-            series = orders <= subsampled_rdp.EXACT_MAX_ORDER
-            values[series] = subsampled_rdp.gaussian_fractional_rdp(
-                orders[series], self.sampling_probability, self.mechanism.noise_multiplier
-            )
-        missing = np.isnan(values)
-        if missing.any():
-            values[missing] = subsampled_rdp.chord_rdp(orders[missing], self._integer_rdp)
+            for idx, a in enumerate(orders.tolist()):
+                if a <= subsampled_rdp.EXACT_MAX_ORDER:
+                    series = subsampled_rdp.gaussian_fractional_rdp(
+                        [a], self.sampling_probability, self.mechanism.noise_multiplier
+                    )[0]
+                    if series == series:  # not NaN
+                        values[idx] = min(values[idx], series)
         return values
+
+    # ------------------------------------------------------------------ characteristic functions
+    def _quadrature(self, s):
+        getter = getattr(self.mechanism, "_output_quadrature", None)
+        if getter is None:
+            raise MissingCapabilityError(
+                f"PoissonSubsampled needs a dominating pair of its base on an output space; "
+                f"{type(self.mechanism).__name__} does not provide one."
+            )
+        s = np.asarray(s, dtype=np.complex128)
+        max_frequency = float(np.abs(s.imag).max(initial=0.0))
+        z_real = 1.0 + s.real
+        tilt = (min(0.0, float(z_real.min(initial=0.0))), max(0.0, float(z_real.max(initial=0.0))))
+        return getter(max_frequency, tilt, self.sampling_probability)
+
+    def _log_mgf(self, s):
+        """Remove pair ``((1-g) B + g A, B)`` of thesis Thm 3.3.5: ``log M(s) = log E_B[e^((1+s) r)]`` with
+        ``r = log(1 - g + g a/b)``, by Gauss-Legendre quadrature over the base's output space (atoms exact).
+        The add pair ``(B, (1-g) B + g A)`` is its mirror image (``Mechanism.log_mgf``)."""
+        q = self.sampling_probability
+        if q == 0.0:
+            return np.zeros(np.shape(s), dtype=np.complex128)
+        if q == 1.0:
+            return self.mechanism._log_mgf(s)
+        s = np.asarray(s, dtype=np.complex128)
+        if s.size > 1 and np.all(s.imag == 0.0):
+            # Real arguments (Chernoff bounds, RDP): one quadrature per tilt, each only as wide as it needs.
+            return np.array([self._log_mgf(v[None])[0] for v in s.reshape(-1)]).reshape(s.shape)
+        return privacy_loss.subsampled_log_f(1.0 + s, q, self._quadrature(s))
+
+    def log_mgf_sup(self, real_part, u_min):
+        """Estimated bound (quadrature-based; see :func:`mechanisms.privacy_loss.subsampled_log_f_sup`)."""
+        q = self.sampling_probability
+        if q == 0.0:
+            return 0.0
+        if q == 1.0:
+            return self.mechanism.log_mgf_sup(real_part, u_min)
+        quad = self._quadrature(np.array([complex(real_part, 0.0)]))  # covers the tilt 1 + real_part
+        return privacy_loss.subsampled_log_f_sup(1.0 + real_part, u_min, q, quad)

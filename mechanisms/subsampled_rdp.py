@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: Integer orders up to this are summed exactly (O(alpha) work); larger ones use the tau-term bounds.
-EXACT_MAX_ORDER = 100_000
+EXACT_MAX_ORDER = 1 << 21
 #: Number of exact head and tail terms kept by the tau-term bounds above ``EXACT_MAX_ORDER``.
 DEFAULT_TAU = 2_000
 #: Extra terms (beyond the order) the fractional-order Gaussian series may sum; past this the rigorous tail
@@ -67,8 +67,12 @@ def _log_moments(rdp, max_order):
     return x
 
 
-def _binomial_sum_bound(orders, gamma, rdp, factor):
-    """``log(1 + S) / (alpha - 1)`` at integer orders; ``factor`` multiplies the terms l >= 3."""
+def _binomial_sum_bound(orders, gamma, rdp, factor, round_up=True):
+    """``log(1 + S) / (alpha - 1)`` at integer orders; ``factor`` multiplies the terms l >= 3.
+
+    Each log-term is a sum of a few float64 quantities; their rounding (about ``eps`` times their magnitudes)
+    is bounded per order and added to ``log S``, so the result is rounded up.
+    """
     orders = _check_integer_orders(orders)
     if orders.size == 0:
         return np.zeros(0)
@@ -80,22 +84,39 @@ def _binomial_sum_bound(orders, gamma, rdp, factor):
         log_w1 = log_expm1(x)
         if factor != 1.0:
             log_w1[3:] = x[3:] + np.log(factor - np.exp(-x[3:]))
-    # Ragged (order, l) pairs laid flat: l = 2..alpha for each alpha.
+    out = np.empty(orders.shape)
+    # Small orders together (ragged pairs laid flat), large ones one at a time to bound memory.
+    small = orders <= 4096
+    if small.any():
+        out[small] = _log_s_flat(orders[small], gamma, log_w1, round_up)
+    for idx in np.flatnonzero(~small):
+        out[idx] = _log_s_flat(orders[idx : idx + 1], gamma, log_w1, round_up)[0]
+    factor_out = (1.0 + ROUNDING) if round_up else (1.0 - ROUNDING)
+    return log1p_exp(out) / (orders - 1.0) * factor_out
+
+
+def _log_s_flat(orders, gamma, log_w1, round_up=True):
     lengths = orders - 1
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     alpha = np.repeat(orders, lengths).astype(np.float64)
     ell = np.arange(lengths.sum()) - np.repeat(starts, lengths) + 2
     log_c, _ = log_binom(alpha, ell)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = log_c + (alpha - ell) * np.log1p(-gamma) + ell * np.log(gamma) + log_w1[ell]
-    if gamma == 1.0:  # only l = alpha survives; (alpha - l) * log(0) is nan at l = alpha
-        terms = np.where(ell == alpha, log_w1[ell], -np.inf)
+        part_q = ell * np.log(gamma)
+        part_1mq = (alpha - ell) * np.log1p(-gamma)
+        if gamma == 1.0:  # only l = alpha survives; (alpha - l) * log(0) is nan at l = alpha
+            part_1mq = np.where(ell == alpha, 0.0, -np.inf)
+        terms = log_c + part_1mq + part_q + log_w1[ell]
+        # rounding of each log-term: gammaln's three values, the two products and log(w - 1)
+        size = np.abs(np.log(alpha + 1.0)) * alpha + np.abs(part_q) + np.abs(np.nan_to_num(part_1mq)) + np.abs(
+            np.nan_to_num(log_w1[ell], posinf=0.0, neginf=0.0)) + 1.0
+    err = np.maximum.reduceat(np.where(np.isfinite(terms), size, 0.0), starts) * 2 * np.finfo(np.float64).eps
     peak = np.maximum.reduceat(terms, starts)
     finite_peak = np.where(np.isfinite(peak), peak, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         mass = np.add.reduceat(np.exp(terms - np.repeat(finite_peak, lengths)), starts)
-        log_s = np.where(np.isfinite(peak), finite_peak + np.log(mass), peak) + ROUNDING
-    return log1p_exp(log_s) / (orders - 1.0) * (1.0 + ROUNDING)
+        log_s = np.where(np.isfinite(peak), finite_peak + np.log(mass), peak)
+    return log_s + (ROUNDING + err if round_up else -(ROUNDING + err))
 
 
 def tight_bound(orders, gamma, rdp):
@@ -132,7 +153,7 @@ def lower_bound(orders, gamma, rdp):
     For bases that attain their RDP with a pair satisfying condition (2.2) (Gaussian, Laplace) this is the
     exact value; tests use it to bracket the upper bounds. Not an upper bound for other bases.
     """
-    return _binomial_sum_bound(orders, gamma, rdp, factor=1.0) / (1.0 + ROUNDING) ** 2
+    return _binomial_sum_bound(orders, gamma, rdp, factor=1.0, round_up=False)
 
 
 def tau_term_bound(orders, gamma, rdp, tau=DEFAULT_TAU, *, general=False):
@@ -175,9 +196,13 @@ def _tau_term_one(alpha, gamma, rdp, tau, big_k):
     k_l = np.where(ell >= 3, big_k, 1.0)
     # c_l (w_l - K e^((l-1)E)) with w_0 = w_1 = 1 (those terms carry no exponential).
     log_w = np.where(ell >= 2, np.log(k_l) + x, 0.0)
-    pair = np.stack((log_w, np.log(big_k) + (ell - 1.0) * big_e), axis=1)
-    diff, sign = special.logsumexp(pair, axis=1, b=np.array([1.0, -1.0]), return_sign=True)
-    log_m = -big_e + alpha * np.log1p(gamma * np.expm1(big_e))
+    other = np.log(big_k) + (ell - 1.0) * big_e
+    top = np.maximum(log_w, other)
+    with np.errstate(divide="ignore"):
+        gap = np.exp(log_w - top) - np.exp(other - top)
+        diff = np.where(gap == 0.0, -np.inf, top + np.log(np.abs(gap)))
+    sign = np.sign(gap)
+    log_m = -big_e + alpha * np.logaddexp(np.log1p(-gamma), np.log(gamma) + big_e)
     log_terms = np.concatenate(([np.log(big_k) + log_m], log_c + diff))
     signs = np.concatenate(([1.0], sign))
     log_total, total_sign = special.logsumexp(log_terms, b=signs, return_sign=True)
@@ -203,7 +228,9 @@ def gaussian_fractional_rdp(orders, gamma, noise_multiplier):
     which makes the ratio of magnitudes at most ``(i - alpha)/(i + 1) < 1`` in both series. So the remainder
     after index N > alpha is at most the magnitude of term N (Leibniz); we add it, plus a float64 rounding slack,
     so the value is rounded up. More terms are summed (up to a budget) while that slack exceeds 1e-6 of
-    ``A - 1`` (so the RDP is within about 1e-6 relative of exact). Returns ``log(A) / (alpha - 1)`` per order (an upper bound, add-or-remove-one). That ``A``
+    ``A - 1``. The float64 rounding slack is relative to ``A`` itself, so when the RDP is below about
+    1e-13 / (alpha - 1) it dominates; :class:`PoissonSubsampled` then uses the chord, which keeps relative
+    accuracy. Returns ``log(A) / (alpha - 1)`` per order (an upper bound, add-or-remove-one). That ``A``
     dominates the reverse divergence ``E_mu[(mu0/mu)^alpha]`` is thesis Thm 2.3.4 at integer orders and is
     checked against mpmath at real orders in the tests.
     """
@@ -284,4 +311,10 @@ def pure_dp_bound(gamma, epsilon):
     2018, Thm 8, add-or-remove-one). An upper bound on the subsampled RDP at every order."""
     if np.isinf(epsilon):
         return np.inf
-    return float(np.log1p(gamma * np.expm1(epsilon)) * (1.0 + ROUNDING))
+    if gamma == 0.0:
+        return 0.0
+    if epsilon < 1.0:
+        value = np.log1p(gamma * np.expm1(epsilon))
+    else:  # log(1 - g + g e^eps) without overflow
+        value = np.logaddexp(np.log1p(-gamma) if gamma < 1.0 else -np.inf, np.log(gamma) + epsilon)
+    return float(value * (1.0 + ROUNDING))

@@ -1,0 +1,269 @@
+"""Privacy-loss distributions of dominating pairs, described by their log moment generating functions.
+
+For a dominating pair (P, Q) (thesis Def 3.3.1) the privacy loss is ``L = log(p/q)(o)`` with ``o ~ P``. We
+describe it by ``log M(s) = log E_P[exp(s L)]`` for complex ``s``: on the imaginary axis this is the log
+characteristic function of thesis Def 3.3.7 (``phi(t) = M(i t)``); on the real axis ``M(alpha - 1) =
+exp((alpha - 1) D_alpha(P || Q))``, the Renyi divergence. The accountants price
+``delta(epsilon) = E_P[(1 - exp(epsilon - L))_+]`` from ``M`` on a shifted contour ``Re s = kappa > 0``.
+
+Closed forms (derived here; thesis Table 3.2 lists the same pairs, its Laplace line is garbled):
+
+* Gaussian, ``mu = sensitivity / sigma``: ``L ~ N(mu^2/2, mu^2)``, ``log M(s) = mu^2 s (s + 1) / 2``.
+* Laplace, ``t = sensitivity / scale``: ``L = -t`` w.p. ``e^-t / 2``, ``+t`` w.p. ``1/2``, and ``(2x - D)/b`` for
+  ``x`` in (0, D) otherwise, so ``M(s) = (e^(-t(1+s)) + e^(st))/2 + (e^(st) - e^(-t(1+s))) / (2 (1 + 2 s))``.
+* Binary randomized response with ``E = |log(p/(1-p))|``, ``p* = max(p, 1-p)``:
+  ``M(s) = p* e^(sE) + (1 - p*) e^(-sE)``; the same pair dominates every E-DP mechanism (Kairouz et al. 2015).
+
+These pairs are symmetric (a reflection of the output maps one direction onto the other), so the add and
+remove directions share one ``M``. Poisson subsampling (thesis Thm 3.3.5) gives different pairs per direction;
+with ``r(x) = log(1 - g + g p(x)/q(x))`` and ``F(z) = E_Q[exp(z r)]``:
+
+* remove, pair ``((1-g) Q + g P, Q)``: ``M(s) = F(1 + s)``;
+* add, pair ``(Q, (1-g) Q + g P)`` (the reflection of Thm 3.3.5's ``(P, (1-g) P + g Q)``): ``M(s) = F(-s)``.
+
+``F`` is computed by quadrature over the output space (:class:`OutputQuadrature`).
+"""
+
+import dataclasses
+
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "gaussian_log_mgf",
+    "laplace_log_mgf",
+    "bernoulli_log_mgf",
+    "OutputQuadrature",
+    "gaussian_output_quadrature",
+    "laplace_output_quadrature",
+    "bernoulli_output_quadrature",
+    "subsampled_log_f",
+    "subsampled_log_f_sup",
+]
+
+
+def gaussian_log_mgf(s, mu):
+    """``log E_P[e^(sL)] = mu^2 s (s + 1) / 2`` for the pair (N(mu, 1), N(0, 1))."""
+    s = np.asarray(s, dtype=np.complex128)
+    return 0.5 * mu * mu * s * (s + 1.0)
+
+
+def laplace_log_mgf(s, t):
+    """Log MGF of the Laplace pair with ``t = sensitivity / scale`` (module docstring), stable for complex s.
+
+    Factoring out ``e^(st)``: ``M = e^(st) [1 + e^(-w) + t (1 - e^(-w)) / w] / 2`` with ``w = t (1 + 2 s)``.
+    """
+    s = np.asarray(s, dtype=np.complex128)
+    w = t * (1.0 + 2.0 * s)
+    small = np.abs(w) < 1e-8
+    w_safe = np.where(small, 1.0, w)
+    ratio = np.where(small, 1.0 - w / 2.0, -np.expm1(-w_safe) / w_safe)
+    return s * t + np.log(0.5 * (1.0 + np.exp(-w) + t * ratio))
+
+
+def bernoulli_log_mgf(s, log_odds):
+    """``log(p* e^(sE) + (1-p*) e^(-sE))`` with ``E = |log_odds|`` and ``p* = e^E / (1 + e^E)``."""
+    s = np.asarray(s, dtype=np.complex128)
+    e = abs(float(log_odds))
+    log_p = -np.log1p(np.exp(-e))
+    # p* e^(sE) (1 + e^(-E) e^(-2sE)) with (1 - p*) / p* = e^(-E)
+    return log_p + s * e + np.log1p(np.exp(-e - 2.0 * s * e))
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputQuadrature:
+    """A base pair (A, B) (with / without the record) discretised for integrals ``E_B[f(l(X))]``, ``l = log(a/b)``.
+
+    The first ``atoms`` entries are atoms of the loss (``log_weights`` = log B-mass); the rest are
+    Gauss-Legendre nodes in increasing output order (``log_weights`` = log of B-density times weight) with
+    ``slope`` = ``dl/dx`` there and ``log_density`` = log B-density (used to bound how fast the
+    characteristic function decays). ``neglected_log_mass`` bounds the log-mass left out under the tilts used.
+    """
+
+    log_weights: np.ndarray
+    log_ratio: np.ndarray
+    atoms: int
+    slope: np.ndarray
+    log_density: np.ndarray
+    neglected_log_mass: float
+
+
+def _gauss_legendre_panels(lo, hi, panels, order=24):
+    nodes, weights = np.polynomial.legendre.leggauss(order)
+    edges = np.linspace(lo, hi, panels + 1)
+    half = np.diff(edges)[:, None] / 2.0
+    mid = (edges[:-1] + edges[1:])[:, None] / 2.0
+    return (mid + half * nodes[None, :]).ravel(), (half * weights[None, :]).ravel()
+
+
+def _panels(length, slope, max_frequency, per_unit=4.0):
+    """Panels of 24 nodes each: at least ``per_unit`` per unit length and at most ~1 oscillation of
+    ``exp(i u l(x))`` (``|u| <= max_frequency``, ``|dl/dx| <= slope``) per panel."""
+    per = max(per_unit, max_frequency * slope / (2.0 * np.pi))
+    return int(np.ceil(length * per)) + 1
+
+
+def gaussian_output_quadrature(mu, max_frequency=0.0, tilt=0.0, gamma=None, width=15.0):
+    """Pair (N(mu, 1), N(0, 1)) for integrands ``b(x) exp(z r(x))`` with ``Re z`` in ``tilt`` (a number or a
+    (low, high) pair) and ``|Im z| <= max_frequency``.
+
+    The integrands are Gaussian-shaped around 0 and ``tilt * mu``, so the range
+    ``[min(0, tilt mu) - width, max(0, tilt mu) + mu + width]`` leaves out log-mass below ``log Phi(-width)``
+    (about -116). Panels of 24 Gauss-Legendre nodes are at most 1/4 wide and, where ``r`` (``l`` if ``gamma``
+    is None) changes fast, carry at most one oscillation of ``exp(i u r)``: panel edges are also placed at
+    equal steps of ``r`` through its explicit inverse.
+    """
+    a_lo, a_hi = (tilt, tilt) if np.isscalar(tilt) else tilt
+    lo, hi = min(0.0, a_lo * mu) - width, max(0.0, a_hi * mu) + mu + width
+    edges = [np.linspace(lo, hi, int(np.ceil((hi - lo) * 4.0)) + 1)]
+    if max_frequency > 0:
+        d_r = 3.0 * 2.0 * np.pi / max_frequency  # three oscillations per 24-node panel
+        if gamma is None:
+            r_lo, r_hi = mu * lo - 0.5 * mu * mu, mu * hi - 0.5 * mu * mu
+            r_grid = np.arange(r_lo, r_hi, d_r)
+            edges.append((r_grid + 0.5 * mu * mu) / mu)
+        else:
+            log_1mg = np.log1p(-gamma)
+            r_of = lambda x: np.logaddexp(log_1mg, np.log(gamma) + mu * x - 0.5 * mu * mu)  # noqa: E731
+            r_lo, r_hi = r_of(lo), r_of(hi)
+            r_grid = np.arange(r_lo + d_r, r_hi, d_r)
+            # x(r) = (log((e^r - (1 - g)) / g) + mu^2 / 2) / mu
+            log_excess = r_grid + np.log(-np.expm1(log_1mg - r_grid))
+            edges.append((log_excess - np.log(gamma) + 0.5 * mu * mu) / mu)
+    edges = np.unique(np.clip(np.concatenate(edges), lo, hi))
+    nodes, weights = np.polynomial.legendre.leggauss(24)
+    half = np.diff(edges)[:, None] / 2.0
+    mid = (edges[:-1] + edges[1:])[:, None] / 2.0
+    x = (mid + half * nodes[None, :]).ravel()
+    w = (half * weights[None, :]).ravel()
+    log_q = -0.5 * x * x - 0.5 * np.log(2 * np.pi)
+    return OutputQuadrature(
+        log_weights=np.log(w) + log_q,
+        log_ratio=mu * x - 0.5 * mu * mu,
+        atoms=0,
+        slope=np.full(x.shape, mu),
+        log_density=log_q,
+        neglected_log_mass=float(special.log_ndtr(-width)),
+    )
+
+
+def laplace_output_quadrature(t, max_frequency=0.0, tilt=0.0):
+    """Pair (Laplace(t, 1), Laplace(0, 1)), ``t = sensitivity / scale``: two atoms of the loss (``x <= 0`` with
+    B-mass 1/2 and ``x >= t`` with B-mass ``e^-t / 2``) and the segment (0, t), where ``l(x) = 2x - t`` and
+    ``b(x) = e^(-x) / 2``."""
+    x, w = _gauss_legendre_panels(0.0, t, _panels(t, 2.0, max_frequency, per_unit=8.0))
+    log_b = np.log(0.5) - x
+    return OutputQuadrature(
+        log_weights=np.concatenate(([np.log(0.5), np.log(0.5) - t], np.log(w) + log_b)),
+        log_ratio=np.concatenate(([-t, t], 2.0 * x - t)),
+        atoms=2,
+        slope=np.full(x.shape, 2.0),
+        log_density=log_b,
+        neglected_log_mass=-np.inf,
+    )
+
+
+def bernoulli_output_quadrature(log_odds):
+    """Pair (Bernoulli(p*), Bernoulli(1 - p*)): the outcome with loss ``+E`` has B-mass ``1 - p*``, the one with
+    loss ``-E`` has B-mass ``p*``."""
+    e = abs(float(log_odds))
+    log_p = -np.log1p(np.exp(-e))
+    return OutputQuadrature(
+        log_weights=np.array([log_p - e, log_p]),
+        log_ratio=np.array([e, -e]),
+        atoms=2,
+        slope=np.zeros(0),
+        log_density=np.zeros(0),
+        neglected_log_mass=-np.inf,
+    )
+
+
+def _complex_logsumexp(terms, axis):
+    peak = np.max(terms.real, axis=axis, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    total = np.sum(np.exp(terms - peak), axis=axis)
+    with np.errstate(divide="ignore"):
+        return np.log(total) + np.squeeze(peak, axis=axis)
+
+
+def subsampled_log_f(z, gamma, quadrature):
+    """``log F(z) = log E_B[exp(z r(X))]``, ``r = log(1 - g + g e^l)``, for complex ``z`` (any shape).
+
+    Remove direction of the subsampled pair: ``log M(s) = log F(1 + s)`` (thesis Thm 3.3.5). Real ``z`` use
+    real arithmetic; an equally spaced line ``a + i k du`` (what Fourier inversion asks for) uses the
+    recurrence ``e^(i (k+1) du r) = e^(i k du r) e^(i du r)``, restarted from an exact exponential every 32
+    steps, and matrix-vector products.
+    """
+    z = np.asarray(z, dtype=np.complex128)
+    flat = z.reshape(-1)
+    r = np.logaddexp(np.log1p(-gamma), np.log(gamma) + quadrature.log_ratio)
+    out = np.empty(flat.shape, dtype=np.complex128)
+    if np.all(flat.imag == 0.0):
+        terms = quadrature.log_weights[None, :] + flat.real[:, None] * r[None, :]
+        peak = terms.max(axis=1, keepdims=True)
+        out[:] = np.log(np.exp(terms - peak).sum(axis=1)) + peak[:, 0]
+        return out.reshape(z.shape)
+    if _is_line(flat):
+        a, du = flat[0].real, flat[1].imag - flat[0].imag
+        log_c = quadrature.log_weights + a * r
+        peak = log_c.max()
+        c = np.exp(log_c - peak)
+        step = np.exp(1j * du * r)
+        for start in range(0, flat.size, 32):
+            e = np.exp(1j * flat[start].imag * r)
+            for k in range(start, min(start + 32, flat.size)):
+                out[k] = e @ c
+                e = e * step
+        with np.errstate(divide="ignore"):
+            return (np.log(out) + peak).reshape(z.shape)
+    step = max(1, 2_000_000 // max(r.size, 1))
+    for start in range(0, flat.shape[0], step):
+        block = flat[start : start + step, None]
+        out[start : start + step] = _complex_logsumexp(quadrature.log_weights[None, :] + block * r[None, :], axis=1)
+    return out.reshape(z.shape)
+
+
+def _is_line(z):
+    if z.size < 16 or np.any(z.real != z.real[0]):
+        return False
+    d = np.diff(z.imag)
+    return bool(d[0] != 0.0 and np.allclose(d, d[0], rtol=1e-8, atol=0.0))
+
+
+def subsampled_log_f_sup(tilt, u_min, gamma, quadrature, safety=1.25):
+    """An (estimated) bound on ``sup_{|u| >= u_min} log |F(tilt + iu)|``.
+
+    Three bounds are combined: ``|F(a + iu)| <= F(a)`` (always); the atoms' part plus ``TV(psi) / |u|`` where
+    ``psi`` is the density of ``r`` under ``B`` tilted by ``e^(a r)`` (integration by parts; ``TV`` includes
+    jumps at the segment ends and is taken from the quadrature nodes times ``safety``); and the Taylor bound
+    ``|phi(u)| <= 1 - v u^2/2 + m3 |u|^3/6`` of the normalised tilted law with variance ``v`` and third
+    absolute central moment ``m3``. The last two rest on quadrature, so the bound is an estimate.
+    """
+    r = np.logaddexp(np.log1p(-gamma), np.log(gamma) + quadrature.log_ratio)
+    log_w = quadrature.log_weights + tilt * r
+    log_mass = special.logsumexp(log_w)
+    best = float(log_mass)
+    k = quadrature.atoms
+    if r.size > k:
+        # density of r under B, tilted: b(x) e^(a r) / r'(x), with r' = l' g e^l / (1 - g + g e^l) = l' g e^(l - r)
+        rc = r[k:]
+        log_r_prime = np.log(quadrature.slope) + np.log(gamma) + quadrature.log_ratio[k:] - rc
+        log_psi = quadrature.log_density + tilt * rc - log_r_prime
+        psi = np.exp(log_psi - log_mass)
+        tv = safety * (psi[0] + psi[-1] + np.abs(np.diff(psi)).sum())
+        atoms = np.exp(special.logsumexp(log_w[:k]) - log_mass) if k else 0.0
+    else:
+        tv, atoms = 0.0, 1.0
+    p = np.exp(log_w - log_mass)
+    mean = np.sum(p * r)
+    var = np.sum(p * (r - mean) ** 2)
+    m3 = safety * np.sum(p * np.abs(r - mean) ** 3)
+    grid = u_min * np.geomspace(1.0, 1e8, 400) if u_min > 0 else np.concatenate(([0.0], np.geomspace(1e-6, 1e8, 400)))
+    taylor = np.abs(1.0 - 0.5 * var * grid**2) + m3 * grid**3 / 6.0
+    cell_taylor = np.maximum(taylor[:-1], taylor[1:])
+    with np.errstate(divide="ignore"):
+        ibp = atoms + tv / grid[:-1]
+    cell = np.minimum(np.minimum(cell_taylor, ibp), 1.0)
+    tail = min(1.0, atoms + tv / grid[-1]) if grid[-1] > 0 else 1.0
+    sup_ratio = max(float(cell.max()), tail)
+    return best + float(np.log(max(sup_ratio, 1e-300)))
