@@ -233,37 +233,78 @@ def _is_line(z):
 def subsampled_log_f_sup(tilt, u_min, gamma, quadrature, safety=1.25):
     """An (estimated) bound on ``sup_{|u| >= u_min} log |F(tilt + iu)|``.
 
-    Three bounds are combined: ``|F(a + iu)| <= F(a)`` (always); the atoms' part plus ``TV(psi) / |u|`` where
-    ``psi`` is the density of ``r`` under ``B`` tilted by ``e^(a r)`` (integration by parts; ``TV`` includes
-    jumps at the segment ends and is taken from the quadrature nodes times ``safety``); and the Taylor bound
-    ``|phi(u)| <= 1 - v u^2/2 + m3 |u|^3/6`` of the normalised tilted law with variance ``v`` and third
-    absolute central moment ``m3``. The last two rest on quadrature, so the bound is an estimate.
+    ``|F(a + iu)| = F(a) |phi(u)|`` with ``phi`` the characteristic function of ``r`` under the tilted,
+    normalised law. Bounds on ``|phi|`` over ``u >= u_min``, combined cell by cell (geometric cells):
+
+    * ``|phi| <= 1``;
+    * symmetrisation: ``|phi(u)|^2 = 1 - E[1 - cos(u D)]`` with ``D = Y - Y'`` for two independent draws;
+      binning ``Y`` with width ``h`` (so ``|D - D_bin| <= h``), the minimum of ``1 - cos`` over each cell and
+      bin range gives a lower bound on ``E[1 - cos(u D)]`` valid on the whole cell;
+    * integration by parts: the atoms' mass plus ``TV(psi) / u``, where ``psi`` is the density of ``r``
+      (including jumps at segment ends), which takes over at large ``u``.
+
+    The law of ``r`` comes from the quadrature (its nodes and weights) and ``TV`` from samples of the density
+    times ``safety``: the bound is an estimate, as good as the quadrature.
     """
     r = np.logaddexp(np.log1p(-gamma), np.log(gamma) + quadrature.log_ratio)
     log_w = quadrature.log_weights + tilt * r
-    log_mass = special.logsumexp(log_w)
-    best = float(log_mass)
+    log_mass = float(special.logsumexp(log_w))
+    p = np.exp(log_w - log_mass)
     k = quadrature.atoms
+    atoms = float(p[:k].sum()) if k else 0.0
+    tv = 0.0
     if r.size > k:
         # density of r under B, tilted: b(x) e^(a r) / r'(x), with r' = l' g e^l / (1 - g + g e^l) = l' g e^(l - r)
         rc = r[k:]
         log_r_prime = np.log(quadrature.slope) + np.log(gamma) + quadrature.log_ratio[k:] - rc
-        log_psi = quadrature.log_density + tilt * rc - log_r_prime
-        psi = np.exp(log_psi - log_mass)
+        psi = np.exp(quadrature.log_density + tilt * rc - log_r_prime - log_mass)
         tv = safety * (psi[0] + psi[-1] + np.abs(np.diff(psi)).sum())
-        atoms = np.exp(special.logsumexp(log_w[:k]) - log_mass) if k else 0.0
+    u_min = max(float(u_min), 1e-9)
+    if atoms < 1.0 and tv > 0:
+        u_end = min(max(4.0 * tv / (1.0 - atoms), 2.0 * u_min), 4096.0 * u_min)
     else:
-        tv, atoms = 0.0, 1.0
-    p = np.exp(log_w - log_mass)
-    mean = np.sum(p * r)
-    var = np.sum(p * (r - mean) ** 2)
-    m3 = safety * np.sum(p * np.abs(r - mean) ** 3)
-    grid = u_min * np.geomspace(1.0, 1e8, 400) if u_min > 0 else np.concatenate(([0.0], np.geomspace(1e-6, 1e8, 400)))
-    taylor = np.abs(1.0 - 0.5 * var * grid**2) + m3 * grid**3 / 6.0
-    cell_taylor = np.maximum(taylor[:-1], taylor[1:])
-    with np.errstate(divide="ignore"):
-        ibp = atoms + tv / grid[:-1]
-    cell = np.minimum(np.minimum(cell_taylor, ibp), 1.0)
-    tail = min(1.0, atoms + tv / grid[-1]) if grid[-1] > 0 else 1.0
-    sup_ratio = max(float(cell.max()), tail)
-    return best + float(np.log(max(sup_ratio, 1e-300)))
+        u_end = 64.0 * u_min
+    tail = min(1.0, atoms + tv / u_end) if atoms < 1.0 else 1.0
+    edges = np.geomspace(u_min, u_end, max(2, int(np.ceil(np.log(u_end / u_min) / np.log(1.2)))) + 1)
+    sym = _symmetrised_cells(r, p, edges)
+    ibp = np.minimum(atoms + tv / edges[:-1], 1.0) if tv > 0 or atoms < 1.0 else np.ones(edges.size - 1)
+    cell = np.minimum(sym, ibp)
+    sup_ratio = max(float(cell.max(initial=0.0)), tail)
+    return log_mass + float(np.log(max(sup_ratio, 1e-300)))
+
+
+def _symmetrised_cells(values, probs, edges, bins_per_period=32, max_bins=1 << 21):
+    """Upper bounds on ``|phi(u)|`` on each cell ``[edges[i], edges[i+1]]`` by symmetrisation (see above)."""
+    u_top = edges[-1]
+    # Drop the outermost 1e-12 of the mass (dropping mass only lowers the bound on E[1 - cos]).
+    order = np.argsort(values)
+    cum = np.cumsum(probs[order])
+    keep = order[(cum >= 1e-12) & (cum <= cum[-1] - 1e-12)]
+    values, probs = values[keep], probs[keep]
+    lo, hi = values.min(), values.max()
+    h = max((hi - lo) / max_bins, 2.0 * np.pi / (bins_per_period * u_top))
+    idx = np.floor((values - lo) / h).astype(np.int64)
+    hist = np.bincount(idx, weights=probs)
+    n = hist.size
+    size = 1 << int(np.ceil(np.log2(2 * n)))
+    spec = np.fft.rfft(hist, size)
+    corr = np.fft.irfft(spec * np.conj(spec), size)[:n]
+    corr = np.maximum(corr, 0.0)  # P(D_bin = k h), k >= 0 (FFT round-off can dip below zero)
+    corr[1:] *= 2.0  # both signs
+    d_lo = np.maximum(np.arange(n) - 1.0, 0.0) * h
+    d_hi = (np.arange(n) + 1.0) * h
+    out = np.empty(edges.size - 1)
+    for i in range(edges.size - 1):
+        u_a, u_b = edges[i], edges[i + 1]
+        x_lo, x_hi = u_a * d_lo, u_b * d_hi
+        keep = x_hi - x_lo < 2.0 * np.pi
+        m = np.flatnonzero(keep)
+        if m.size == 0:
+            out[i] = 1.0
+            continue
+        xl, xh = x_lo[m], x_hi[m]
+        wraps = np.floor(xh / (2.0 * np.pi)) > np.floor(xl / (2.0 * np.pi))
+        low = np.where(wraps, 0.0, np.minimum(1.0 - np.cos(xl), 1.0 - np.cos(xh)))
+        g = float(np.dot(corr[m], low)) * (1.0 - 1e-12)
+        out[i] = np.sqrt(max(1.0 - g, 0.0))
+    return out
