@@ -101,6 +101,10 @@ class FourierAccountant:
 
         return sup
 
+    def pure_epsilon(self):
+        """Basic composition of the mechanisms' pure-DP epsilons (inf if any has none): delta is 0 above it."""
+        return float(sum(n * float(m.rdp(np.inf)) for m, n in self._entries.items()))
+
     @property
     def certified(self):
         """Whether every characteristic function in the ledger is in closed form (so the error bounds are
@@ -133,7 +137,7 @@ class FourierAccountant:
         """(lower, estimate, upper) of the smallest delta for which the ledger is (epsilon, delta)-DP,
         add-or-remove-one: the larger of the remove and add directions (thesis Thm 3.3.5)."""
         epsilon = _validate.nonnegative(epsilon, "epsilon", "FourierAccountant.get_delta")
-        if not self._entries:
+        if not self._entries or epsilon >= self.pure_epsilon():
             return Bounds(0.0, 0.0, 0.0)
         parts = [self._direction_bounds(d, epsilon)[0] for d in Direction]
         return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
@@ -175,7 +179,8 @@ class FourierAccountant:
         out = []
         for direction in Direction:
             out.append(self._direction_epsilon(direction, log_delta))
-        return Bounds(*(max(getattr(b, f) for b in out) for f in ("lower", "estimate", "upper")))
+        pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
+        return Bounds(*(min(max(getattr(b, f) for b in out), pure) for f in ("lower", "estimate", "upper")))
 
     def _direction_epsilon(self, direction, log_delta):
         lm = lambda s: self.log_mgf(s, direction)  # noqa: E731
@@ -270,6 +275,7 @@ class FourierAccountant:
 
 def _closed_form(mechanism):
     from mechanisms.composition import Composed, SelfComposed
+    from mechanisms.custom_pairs import ContinuousPairMechanism
     from mechanisms.subsampled import PoissonSubsampled
 
     if isinstance(mechanism, SelfComposed):
@@ -278,4 +284,4 @@ def _closed_form(mechanism):
         return all(_closed_form(m) for m in mechanism.mechanisms)
     if isinstance(mechanism, PoissonSubsampled):
         return mechanism.sampling_probability in (0.0, 1.0) and _closed_form(mechanism.mechanism)
-    return True
+    return not isinstance(mechanism, ContinuousPairMechanism)

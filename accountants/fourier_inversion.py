@@ -118,23 +118,32 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
 
 
 def invert(plan, epsilon):
-    """``(Bounds, errors)`` for ``delta(epsilon)`` on a plan (any epsilon; the bounds are computed for it)."""
+    """``(Bounds, errors)`` for ``delta(epsilon)`` on a plan (any epsilon; the bounds are computed for it).
+
+    Where the plan's scale overflows float64 at this epsilon (far from the epsilon it was made for), the
+    result is the trivial interval ``[0, min(Chernoff, 1)]``.
+    """
     kappa, step, k_max = plan.kappa, plan.step, plan.terms
     s = kappa + 1j * step * np.arange(k_max + 1)
     t = plan.log_m_nodes - s * epsilon - np.log(s) - np.log1p(s)
     peak = float(np.max(t.real))
+    log_chernoff = plan.log_m_kappa - kappa * epsilon + _log_chernoff_constant(kappa)
+    chernoff = float(np.exp(min(log_chernoff, 0.0)))
+    gap = plan.kappa_tail - kappa
+    log_a2 = plan.log_m_tail - plan.kappa_tail * epsilon - gap * plan.period - np.log(-np.expm1(-gap * plan.period))
+    log_trunc = plan.log_sup - kappa * epsilon - np.log(np.pi * k_max * step)
+    if max(peak, log_a2, log_trunc) > 600.0:
+        errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
+        return Bounds(lower=0.0, estimate=min(chernoff, 1.0), upper=min(chernoff, 1.0)), errors
     scaled = np.exp(t - peak)
     weights = np.ones(k_max + 1)
     weights[0] = 0.5
     total = float(np.sum(weights * scaled.real)) * np.exp(peak) * step / np.pi
     magnitude = float(np.sum(weights * np.abs(scaled) * (8.0 + np.abs(plan.log_m_nodes)))) * np.exp(peak)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1))
-    truncation = float(np.exp(plan.log_sup - kappa * epsilon) / (np.pi * k_max * step))
+    truncation = float(np.exp(log_trunc))
     a1 = np.exp(-kappa * plan.period) / -np.expm1(-kappa * plan.period)
-    gap = plan.kappa_tail - kappa
-    a2 = np.exp(plan.log_m_tail - plan.kappa_tail * epsilon - gap * plan.period) / -np.expm1(-gap * plan.period)
-    aliasing = float(a1 + a2)
-    chernoff = float(np.exp(plan.log_m_kappa - kappa * epsilon + _log_chernoff_constant(kappa)))
+    aliasing = float(a1 + np.exp(log_a2))
     upper = min(total + truncation + rounding, chernoff, 1.0)
     lower = max(total - aliasing - truncation - rounding, 0.0)
     estimate = min(max(total, lower), upper)

@@ -7,6 +7,7 @@ vectorised over real orders in (1, inf] (inf meaning pure DP), ``+inf`` where no
 from mechanisms import subsampled_rdp
 from mechanisms.base import Mechanism
 from mechanisms.composition import Composed, SelfComposed
+from mechanisms.custom_pairs import CharacteristicFunctionMechanism, ContinuousPairMechanism, DiscretePairMechanism
 from mechanisms.errors import (
     DPLedgerError,
     DPLedgerWarning,
@@ -17,19 +18,23 @@ from mechanisms.errors import (
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.laplace import LaplaceMechanism
 from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
-from mechanisms.relations import NeighboringRelation
+from mechanisms.relations import Direction, NeighboringRelation
 from mechanisms.subsampled import PoissonSubsampled
 from mechanisms.zcdp import CustomRDPMechanism, ZCDPMechanism
 
 __all__ = [
     "Mechanism",
     "NeighboringRelation",
+    "Direction",
     "GaussianMechanism",
     "LaplaceMechanism",
     "RandomizedResponse",
     "PureDPMechanism",
     "ZCDPMechanism",
     "CustomRDPMechanism",
+    "DiscretePairMechanism",
+    "ContinuousPairMechanism",
+    "CharacteristicFunctionMechanism",
     "PoissonSubsampled",
     "SelfComposed",
     "Composed",

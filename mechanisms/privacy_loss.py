@@ -51,19 +51,24 @@ def gaussian_log_mgf(s, mu):
 def laplace_log_mgf(s, t):
     """Log MGF of the Laplace pair with ``t = sensitivity / scale`` (module docstring), stable for complex s.
 
-    Factoring out ``e^(st)``: ``M = e^(st) [1 + e^(-w) + t (1 - e^(-w)) / w] / 2`` with ``w = t (1 + 2 s)``.
+    With ``w = t (1 + 2 s)``: for ``Re s >= -1/2`` factor out ``e^(st)``,
+    ``M = e^(st) [1 + e^(-w) + t (1 - e^(-w)) / w] / 2``; otherwise factor out ``e^(-t(1+s))``,
+    ``M = e^(-t(1+s)) [1 + e^(w) + t (e^(w) - 1) / w] / 2`` (the mirror image ``s -> -1 - s``).
     """
     s = np.asarray(s, dtype=np.complex128)
-    w = t * (1.0 + 2.0 * s)
+    flip = s.real < -0.5
+    z = np.where(flip, -1.0 - s, s)  # M(s) = M(-1 - s) for this symmetric pair
+    w = t * (1.0 + 2.0 * z)
     small = np.abs(w) < 1e-8
     w_safe = np.where(small, 1.0, w)
     ratio = np.where(small, 1.0 - w / 2.0, -np.expm1(-w_safe) / w_safe)
-    return s * t + np.log(0.5 * (1.0 + np.exp(-w) + t * ratio))
+    return z * t + np.log(0.5 * (1.0 + np.exp(-w) + t * ratio))
 
 
 def bernoulli_log_mgf(s, log_odds):
     """``log(p* e^(sE) + (1-p*) e^(-sE))`` with ``E = |log_odds|`` and ``p* = e^E / (1 + e^E)``."""
     s = np.asarray(s, dtype=np.complex128)
+    s = np.where(s.real < -0.5, -1.0 - s, s)  # the pair is symmetric: M(s) = M(-1 - s)
     e = abs(float(log_odds))
     log_p = -np.log1p(np.exp(-e))
     # p* e^(sE) (1 + e^(-E) e^(-2sE)) with (1 - p*) / p* = e^(-E)

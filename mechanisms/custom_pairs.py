@@ -1,0 +1,251 @@
+"""Mechanisms defined by a dominating pair (discrete or continuous) or by their log characteristic function.
+
+A user who knows a dominating pair (P, Q) of their mechanism for the remove direction (P: output with the
+record, Q: without it; thesis Def 3.3.1) gets everything from it: the exact Renyi DP in both directions
+(``(alpha - 1) D_alpha(P||Q) = log M(alpha - 1)`` and ``(alpha - 1) D_alpha(Q||P) = log M(-alpha)`` with
+``M(s) = E_P[(p/q)^s]``), the characteristic-function accountant, and Poisson subsampling of the pair.
+"""
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from mechanisms import _validate, privacy_loss
+from mechanisms.base import Mechanism
+from mechanisms.errors import MissingCapabilityError, NumericalError
+
+__all__ = ["DiscretePairMechanism", "ContinuousPairMechanism", "CharacteristicFunctionMechanism"]
+
+
+def _rdp_from_log_mgf(log_mgf, orders, eps_inf):
+    """``max(log M(alpha - 1), log M(-alpha)) / (alpha - 1)``: the exact RDP of a pair, both directions."""
+    out = np.empty(orders.shape)
+    inf = np.isinf(orders)
+    out[inf] = eps_inf
+    a = orders[~inf]
+    if a.size:
+        s = np.concatenate((a - 1.0, -a)).astype(np.complex128)
+        values = np.real(np.asarray(log_mgf(s)))
+        both = np.maximum(values[: a.size], values[a.size :]) / (a - 1.0)
+        out[~inf] = np.maximum(both * (1.0 + 1e-13) + 1e-15, 0.0)
+    return out
+
+
+def _log_sum(values, what):
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    if np.isnan(arr).any() or np.isposinf(arr).any():
+        raise ValueError(f"`{what}` must be finite log-probabilities (or -inf); got NaN or +inf.")
+    return arr
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class DiscretePairMechanism(Mechanism):
+    """A mechanism dominated by two probability mass functions on the same finite support.
+
+    Parameters
+    ----------
+    log_p, log_q : array_like of float
+        Log-masses of P (with the record) and Q (without), remove direction; each must sum to 1 (within
+        1e-9) and both must be positive on the same outcomes (otherwise the privacy loss is infinite).
+    name : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = DiscretePairMechanism(np.log([0.75, 0.25]), np.log([0.25, 0.75]))
+    >>> round(float(m.rdp(float("inf"))), 6)
+    1.098612
+    """
+
+    log_p: np.ndarray
+    log_q: np.ndarray
+    name: str = dataclasses.field(default="discrete pair", kw_only=True)
+
+    def __post_init__(self):
+        log_p = _log_sum(self.log_p, "log_p of DiscretePairMechanism")
+        log_q = _log_sum(self.log_q, "log_q of DiscretePairMechanism")
+        if log_p.shape != log_q.shape or log_p.size == 0:
+            raise ValueError(
+                f"`log_p` and `log_q` of DiscretePairMechanism must have the same non-zero length; got "
+                f"{log_p.size} and {log_q.size}."
+            )
+        for arr, what in ((log_p, "log_p"), (log_q, "log_q")):
+            total = np.logaddexp.reduce(arr)
+            if abs(total) > 1e-9:
+                raise ValueError(f"`{what}` of DiscretePairMechanism must sum to 1; got exp(sum) = {np.exp(total)}.")
+        if (np.isfinite(log_p) != np.isfinite(log_q)).any():
+            raise ValueError(
+                "`log_p` and `log_q` of DiscretePairMechanism must be positive on the same outcomes; otherwise "
+                "the privacy loss is infinite."
+            )
+        keep = np.isfinite(log_p)
+        object.__setattr__(self, "log_p", log_p[keep])
+        object.__setattr__(self, "log_q", log_q[keep])
+
+    def __eq__(self, other):
+        return (
+            type(other) is type(self)
+            and np.array_equal(self.log_p, other.log_p)
+            and np.array_equal(self.log_q, other.log_q)
+            and self.name == other.name
+        )
+
+    def __hash__(self):
+        return hash((type(self), self.log_p.tobytes(), self.log_q.tobytes(), self.name))
+
+    def _loss(self):
+        return self.log_p - self.log_q
+
+    def _log_mgf(self, s):
+        terms = self.log_p[None, :] + np.asarray(s, dtype=np.complex128)[:, None] * self._loss()[None, :]
+        return privacy_loss._complex_logsumexp(terms, axis=1)
+
+    def _rdp(self, orders):
+        eps_inf = float(np.abs(self._loss()).max())
+        return _rdp_from_log_mgf(self._log_mgf, orders, eps_inf)
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        return privacy_loss.OutputQuadrature(
+            log_weights=self.log_q.copy(),
+            log_ratio=self._loss(),
+            atoms=self.log_q.size,
+            slope=np.zeros(0),
+            log_density=np.zeros(0),
+            neglected_log_mass=-np.inf,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ContinuousPairMechanism(Mechanism):
+    """A mechanism dominated by two densities on an interval, given as vectorised log-density functions.
+
+    Integrals over ``[lower, upper]`` use Gauss-Legendre panels (``panels`` of 24 nodes, more when a
+    characteristic function at high frequency is asked for). Both densities must integrate to 1 within
+    1e-8 on the interval (checked at construction): truncate heavy tails yourself or rescale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lp = lambda x: -0.5 * (x - 1.0) ** 2 - 0.5 * np.log(2 * np.pi)
+    >>> lq = lambda x: -0.5 * x ** 2 - 0.5 * np.log(2 * np.pi)
+    >>> m = ContinuousPairMechanism(lp, lq, lower=-40.0, upper=41.0)
+    >>> round(float(m.rdp(2.0)), 10)
+    1.0
+    """
+
+    log_p: Callable
+    log_q: Callable
+    lower: float = dataclasses.field(kw_only=True)
+    upper: float = dataclasses.field(kw_only=True)
+    panels: int = dataclasses.field(default=256, kw_only=True)
+    name: str = dataclasses.field(default="continuous pair", kw_only=True)
+
+    def __post_init__(self):
+        owner = "ContinuousPairMechanism"
+        for f in ("log_p", "log_q"):
+            if not callable(getattr(self, f)):
+                raise TypeError(f"`{f}` of {owner} must be callable; got {type(getattr(self, f)).__name__}.")
+        lo = _validate.real(self.lower, "lower", owner)
+        hi = _validate.real(self.upper, "upper", owner)
+        if not lo < hi:
+            raise ValueError(f"`lower` of {owner} must be below `upper`; got [{lo}, {hi}].")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+        object.__setattr__(self, "panels", _validate.positive_int(self.panels, "panels", owner))
+        x, w = privacy_loss._gauss_legendre_panels(lo, hi, self.panels)
+        for f in ("log_p", "log_q"):
+            values = np.asarray(getattr(self, f)(x), dtype=np.float64)
+            if values.shape != x.shape or np.isnan(values).any() or np.isposinf(values).any():
+                raise NumericalError(f"`{f}` of {owner} must be vectorised and return finite log-densities.")
+            mass = float(np.sum(w * np.exp(values)))
+            if abs(mass - 1.0) > 1e-8:
+                raise ValueError(f"`{f}` of {owner} must integrate to 1 on [{lo}, {hi}]; got {mass!r}.")
+
+    def _nodes(self, max_frequency=0.0):
+        x, w = privacy_loss._gauss_legendre_panels(self.lower, self.upper, self.panels)
+        log_p, log_q = self.log_p(x), self.log_q(x)
+        slope = np.abs(np.gradient(log_p - log_q, x)).max() if x.size > 1 else 0.0
+        extra = privacy_loss._panels(self.upper - self.lower, slope, max_frequency, per_unit=0.0)
+        if extra > self.panels:
+            x, w = privacy_loss._gauss_legendre_panels(self.lower, self.upper, extra)
+            log_p, log_q = self.log_p(x), self.log_q(x)
+        return x, np.log(w), np.asarray(log_p, dtype=float), np.asarray(log_q, dtype=float)
+
+    def _log_mgf(self, s):
+        s = np.asarray(s, dtype=np.complex128)
+        _, log_w, log_p, log_q = self._nodes(float(np.abs(s.imag).max(initial=0.0)))
+        terms = (log_w + log_p)[None, :] + s[:, None] * (log_p - log_q)[None, :]
+        return privacy_loss._complex_logsumexp(terms, axis=1)
+
+    def _rdp(self, orders):
+        _, _, log_p, log_q = self._nodes()
+        return _rdp_from_log_mgf(self._log_mgf, orders, float(np.abs(log_p - log_q).max()))
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        x, log_w, log_p, log_q = self._nodes(max_frequency)
+        return privacy_loss.OutputQuadrature(
+            log_weights=log_w + log_q,
+            log_ratio=log_p - log_q,
+            atoms=0,
+            slope=np.maximum(np.abs(np.gradient(log_p - log_q, x)), 1e-300),
+            log_density=log_q,
+            neglected_log_mass=-np.inf,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CharacteristicFunctionMechanism(Mechanism):
+    """A mechanism given by ``log_mgf(s) = log E_P[e^(s L)]`` of a dominating pair (remove direction), a
+    vectorised function of complex ``s`` that must be analytic on the strip the accountants use.
+
+    Its RDP is read off the real axis (both directions); ``pure_epsilon_value`` (default inf) is the largest
+    absolute privacy loss if known. ``log_mgf_sup_function(c, u_min)``, if given, must bound
+    ``sup_{|u| >= u_min} Re log M(c + iu)``; without it the accountant assumes no decay (always valid, but a
+    characteristic function that does decay then needs many more nodes, or cannot be certified). It cannot be Poisson-subsampled in the Fourier accountant (that needs the
+    pair itself); use DiscretePairMechanism or ContinuousPairMechanism for that.
+
+    Examples
+    --------
+    >>> m = CharacteristicFunctionMechanism(lambda s: 0.5 * s * (s + 1.0), name="mu = 1 Gaussian")
+    >>> float(m.rdp(3.0))
+    1.5000000000000018
+    """
+
+    log_mgf_function: Callable
+    pure_epsilon_value: float = dataclasses.field(default=float("inf"), kw_only=True)
+    log_mgf_sup_function: Callable = dataclasses.field(default=None, kw_only=True)
+    name: str = dataclasses.field(default="characteristic function", kw_only=True)
+
+    def __post_init__(self):
+        if self.log_mgf_sup_function is not None and not callable(self.log_mgf_sup_function):
+            raise TypeError("`log_mgf_sup_function` of CharacteristicFunctionMechanism must be callable or None.")
+        if not callable(self.log_mgf_function):
+            raise TypeError(
+                "`log_mgf_function` of CharacteristicFunctionMechanism must be callable; got "
+                f"{type(self.log_mgf_function).__name__}."
+            )
+        object.__setattr__(
+            self,
+            "pure_epsilon_value",
+            _validate.nonnegative(self.pure_epsilon_value, "pure_epsilon_value", "CharacteristicFunctionMechanism",
+                                  allow_inf=True),
+        )
+
+    def _log_mgf(self, s):
+        s = np.asarray(s, dtype=np.complex128)
+        out = np.asarray(self.log_mgf_function(s.copy()), dtype=np.complex128)
+        if out.shape != s.shape:
+            raise NumericalError(
+                f"log_mgf_function of {self.name!r} returned shape {out.shape} for input {s.shape}; "
+                "it must be vectorised."
+            )
+        return out
+
+    def _rdp(self, orders):
+        return _rdp_from_log_mgf(self._log_mgf, orders, self.pure_epsilon_value)
+
+    def log_mgf_sup(self, real_part, u_min):
+        if self.log_mgf_sup_function is None:
+            return Mechanism.log_mgf_sup(self, real_part, u_min)
+        return float(self.log_mgf_sup_function(real_part, u_min))
