@@ -9,7 +9,10 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import mechanisms
 from mechanisms import (
+    CharacteristicFunctionMechanism,
     Composed,
+    ContinuousPairMechanism,
+    DiscretePairMechanism,
     CustomRDPMechanism,
     GaussianMechanism,
     LaplaceMechanism,
@@ -34,6 +37,17 @@ TABLE = {
     "zcdp": ZCDPMechanism(rho=0.05),
     "zcdp-zero": ZCDPMechanism(rho=0.0),
     "custom": CustomRDPMechanism(lambda a: np.where(np.isinf(a), np.inf, 0.1 * a), name="0.05-zCDP"),
+    "discrete-pair": DiscretePairMechanism(np.log([0.5, 0.3, 0.2]), np.log([0.2, 0.3, 0.5])),
+    "continuous-pair": ContinuousPairMechanism(
+        lambda x: -0.5 * (x - 1.0) ** 2 - 0.5 * np.log(2 * np.pi),
+        lambda x: -0.5 * x**2 - 0.5 * np.log(2 * np.pi),
+        lower=-40.0,
+        upper=41.0,
+    ),
+    "characteristic-function": CharacteristicFunctionMechanism(lambda s: 0.25 * s * (s + 1.0), name="mu^2 = 0.5"),
+    "sub-discrete-pair": PoissonSubsampled(
+        DiscretePairMechanism(np.log([0.6, 0.4]), np.log([0.4, 0.6])), sampling_probability=0.05
+    ),
     "sub-gaussian": PoissonSubsampled(G, sampling_probability=0.01),
     "sub-gaussian-wide": PoissonSubsampled(GaussianMechanism(sigma=0.5), sampling_probability=0.5),
     "sub-laplace": PoissonSubsampled(LaplaceMechanism(scale=0.5), sampling_probability=0.2),
