@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from accountants.calibration import calibrate_gaussian_sigma
+from accountants.fourier_accountant import FourierAccountant
 from accountants.rdp_accountant import RDPAccountant
 from mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
 
@@ -26,6 +27,8 @@ def main(argv=None):
     print("DP-SGD: Poisson-subsampled Gaussian", file=out)
     print(f"  sampling probability {q:.5f}, noise multiplier {sigma}, {steps} steps (60 epochs of MNIST)", file=out)
     print(f"  {report}", file=out)
+    fourier = FourierAccountant().compose(sgd, count=steps).epsilon_report(delta)
+    print(f"  {fourier}", file=out)
     target = 1.0
     needed = calibrate_gaussian_sigma(target, delta, sampling_probability=q, count=steps)
     print(f"  noise multiplier needed for epsilon <= {target}: {needed:.4f}", file=out)
