@@ -89,17 +89,20 @@ class PoissonSubsampled(Mechanism):
         return np.minimum(np.minimum(out, pure), self.mechanism.rdp(orders))
 
     def _fractional_rdp(self, orders):
-        """The chord between integer orders (always valid), improved by the exact series for a Gaussian base
-        (evaluated order by order, so a value does not depend on the other orders asked for)."""
-        values = subsampled_rdp.chord_rdp(orders, self._integer_rdp)
+        """The exact series for a Gaussian base (each order with its own truncation, so a value does not depend
+        on the other orders asked for); the chord between integer orders (always valid) otherwise, and where
+        the value is so small that the series' float64 slack matters."""
+        values = np.full(orders.shape, np.nan)
         if isinstance(self.mechanism, GaussianMechanism):
-            for idx, a in enumerate(orders.tolist()):
-                if a <= subsampled_rdp.EXACT_MAX_ORDER:
-                    series = subsampled_rdp.gaussian_fractional_rdp(
-                        [a], self.sampling_probability, self.mechanism.noise_multiplier
-                    )[0]
-                    if series == series:  # not NaN
-                        values[idx] = min(values[idx], series)
+            series = orders <= subsampled_rdp.EXACT_MAX_ORDER
+            values[series] = subsampled_rdp.gaussian_fractional_rdp(
+                orders[series], self.sampling_probability, self.mechanism.noise_multiplier
+            )
+        # The chord where there is no series value, or where the series' float64 slack (about 1e-14 in
+        # log A) is not small against the value itself.
+        chord = np.isnan(values) | ((orders - 1.0) * values < 1e-9)
+        if chord.any():
+            values[chord] = np.fmin(values[chord], subsampled_rdp.chord_rdp(orders[chord], self._integer_rdp))
         return values
 
     # ------------------------------------------------------------------ characteristic functions

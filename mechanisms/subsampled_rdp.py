@@ -247,16 +247,23 @@ def gaussian_fractional_rdp(orders, gamma, noise_multiplier):
     extra = 32
     while todo.size:
         a = alphas[todo][:, None]
-        n = int(np.ceil(a.max())) + extra
+        # Each order sums its own n_a = ceil(alpha) + extra terms (masked), so its value does not depend on
+        # the other orders evaluated with it.
+        n_a = np.ceil(alphas[todo]).astype(np.int64) + extra
+        n = int(n_a.max())
         i = np.arange(n + 1, dtype=np.float64)[None, :]
         j = a - i
         log_c, sign = _log_binom_row(a, n + 1)
         t0 = log_c + i * log_g + j * log_1mg + (i * i - i) / (2 * s * s) + special.log_ndtr((z0 - i) / s)
         t1 = log_c + j * log_g + i * log_1mg + (j * j - j) / (2 * s * s) + special.log_ndtr((j - z0) / s)
-        # Index n is the first omitted term of each series: its magnitude bounds that series' remainder.
-        log_tail = np.logaddexp(t0[:, n], t1[:, n])
-        terms = np.concatenate((t0[:, :n], t1[:, :n]), axis=1)
-        signs = np.concatenate((sign[:, :n], sign[:, :n]), axis=1)
+        rows = np.arange(todo.size)
+        # Index n_a is the first omitted term of each series: its magnitude bounds that series' remainder.
+        log_tail = np.logaddexp(t0[rows, n_a], t1[rows, n_a])
+        inside = i < n_a[:, None]
+        t0 = np.where(inside, t0, -np.inf)
+        t1 = np.where(inside, t1, -np.inf)
+        terms = np.concatenate((t0, t1), axis=1)
+        signs = np.concatenate((sign, sign), axis=1)
         peak = terms.max(axis=1, keepdims=True)
         scaled = np.exp(terms - peak)
         total = (signs * scaled).sum(axis=1)
