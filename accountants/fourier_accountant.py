@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize
 
 from accountants.conversions import minimize_over_orders
-from accountants.fourier_inversion import Bounds, chernoff_log_delta, invert, make_plan
+from accountants.fourier_inversion import Bounds, chernoff_log_delta, invert, log_chernoff_constant, make_plan
 from accountants.report import PrivacyReport
 from mechanisms import _validate
 from mechanisms.base import Mechanism
@@ -190,7 +190,7 @@ class FourierAccountant:
         def objective(orders):
             kappa = np.asarray(orders) - 1.0
             log_m = np.real(lm(kappa.astype(np.complex128)))
-            return (log_m + kappa * np.log(kappa) - (1 + kappa) * np.log1p(kappa) - log_delta) / kappa
+            return (log_m + log_chernoff_constant(kappa) - log_delta) / kappa
 
         grid = 1.0 + np.geomspace(1e-3, 1e3, 41)
         opt = minimize_over_orders(objective, grid, objective(grid), max_order=1e7)

@@ -63,7 +63,7 @@ class InversionPlan:
         return 2.0 * np.pi / self.period
 
 
-def _log_chernoff_constant(kappa):
+def log_chernoff_constant(kappa):
     """``log(kappa^kappa / (1 + kappa)^(1 + kappa)) = max_x log((1 - e^-x) e^(-kappa x))``."""
     return kappa * np.log(kappa) - (1.0 + kappa) * np.log1p(kappa)
 
@@ -73,7 +73,7 @@ def chernoff_log_delta(log_mgf_real, epsilon):
 
     def objective(orders):
         kappa = np.asarray(orders) - 1.0
-        return np.real(log_mgf_real(kappa)) - kappa * epsilon + _log_chernoff_constant(kappa)
+        return np.real(log_mgf_real(kappa)) - kappa * epsilon + log_chernoff_constant(kappa)
 
     grid = 1.0 + np.geomspace(1e-3, 1e3, 61)
     opt = minimize_over_orders(objective, grid, objective(grid), max_order=1e7)
@@ -127,7 +127,7 @@ def invert(plan, epsilon):
     s = kappa + 1j * step * np.arange(k_max + 1)
     t = plan.log_m_nodes - s * epsilon - np.log(s) - np.log1p(s)
     peak = float(np.max(t.real))
-    log_chernoff = plan.log_m_kappa - kappa * epsilon + _log_chernoff_constant(kappa)
+    log_chernoff = plan.log_m_kappa - kappa * epsilon + log_chernoff_constant(kappa)
     chernoff = float(np.exp(min(log_chernoff, 0.0)))
     gap = plan.kappa_tail - kappa
     log_a2 = plan.log_m_tail - plan.kappa_tail * epsilon - gap * plan.period - np.log(-np.expm1(-gap * plan.period))
