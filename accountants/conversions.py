@@ -89,8 +89,10 @@ def minimize_over_orders(objective, grid_orders, grid_values, *, rounds=3, point
     best = int(np.argmin(values))
     # Extend upwards while the optimum sits at the top of what we have evaluated.
     while best == orders.size - 1 and np.isfinite(values[best]) and orders[-1] < max_order:
-        new = orders[-1] * 2.0 ** np.arange(1, 5)
-        new = new[new <= max_order]
+        new = np.unique(np.minimum(orders[-1] * 2.0 ** np.arange(1, 5), max_order))
+        new = new[new > orders[-1]]
+        if new.size == 0:
+            break
         orders = np.concatenate((orders, new))
         values = np.concatenate((values, objective(new)))
         best = int(np.argmin(values))

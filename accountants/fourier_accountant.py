@@ -10,11 +10,19 @@ import numpy as np
 from scipy import optimize
 
 from accountants.conversions import minimize_over_orders
-from accountants.fourier_inversion import Bounds, chernoff_log_delta, invert, log_chernoff_constant, make_plan
+from accountants.fourier_inversion import (
+    MAX_DAMPING,
+    Bounds,
+    chernoff_log_delta,
+    invert,
+    log_chernoff_constant,
+    make_plan,
+)
 from accountants.report import PrivacyReport
 from mechanisms import _validate
 from mechanisms.base import Mechanism
 from mechanisms.errors import DPLedgerError, MissingCapabilityError
+from mechanisms.gaussian import GaussianMechanism
 from mechanisms.relations import Direction, NeighboringRelation
 
 __all__ = ["FourierAccountant", "AccuracyError"]
@@ -90,14 +98,23 @@ class FourierAccountant:
         """``log E_P[e^(sL)]`` of the composed privacy loss for one direction (zero for an empty ledger)."""
         s = np.asarray(s, dtype=np.complex128)
         total = np.zeros(s.shape, dtype=np.complex128)
+        # Gaussian privacy losses compose in closed form: one Gaussian with the summed mu^2.
+        mu2 = sum(n / m.noise_multiplier**2 for m, n in self._entries.items() if type(m) is GaussianMechanism)
+        if mu2:
+            total = total + GaussianMechanism(sigma=mu2**-0.5).log_mgf(s, direction)
         for mechanism, count in self._entries.items():
-            total = total + count * mechanism.log_mgf(s, direction)
+            if type(mechanism) is not GaussianMechanism:
+                total = total + count * mechanism.log_mgf(s, direction)
         return total
 
     def _log_mgf_sup(self, direction):
         def sup(kappa, u_min):
             c = kappa if direction is Direction.REMOVE else -1.0 - kappa
-            return float(sum(n * m.log_mgf_sup(c, u_min) for m, n in self._entries.items()))
+            mu2 = sum(n / m.noise_multiplier**2 for m, n in self._entries.items() if type(m) is GaussianMechanism)
+            total = GaussianMechanism(sigma=mu2**-0.5).log_mgf_sup(c, u_min) if mu2 else 0.0
+            return float(total + sum(
+                n * m.log_mgf_sup(c, u_min) for m, n in self._entries.items() if type(m) is not GaussianMechanism
+            ))
 
         return sup
 
@@ -195,6 +212,9 @@ class FourierAccountant:
         grid = 1.0 + np.geomspace(1e-3, 1e3, 41)
         opt = minimize_over_orders(objective, grid, objective(grid), max_order=1e7)
         hi, kappa = max(opt.value, 0.0), opt.order - 1.0
+        if kappa > MAX_DAMPING:  # the Chernoff epsilon at the capped damping is a valid (larger) bracket
+            kappa = MAX_DAMPING
+            hi = max(hi, float(objective(np.array([1.0 + kappa]))[0]))
         tolerance = self._rtol * delta / 16.0
         for _ in range(3):
             plan = make_plan(lm, sup, hi, tolerance, max_terms=self._max_terms, kappa=kappa)
@@ -206,8 +226,16 @@ class FourierAccountant:
                 upper = 0.0
             else:
                 top = hi
-                while log_excess(top, "upper") > 0:  # the Chernoff bracket can only be off by rounding
+                for _ in range(100):  # the Chernoff bracket can only be off by rounding
+                    if log_excess(top, "upper") <= 0:
+                        break
                     top = top * 1.001 + 1e-9
+                else:
+                    raise AccuracyError(
+                        f"FourierAccountant: the certified delta stays above {delta} up to epsilon {top:.6g} "
+                        f"({direction.value}); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
+                        f"(max_terms={self._max_terms}), rtol={self._rtol}."
+                    )
                 upper = optimize.brentq(lambda e: log_excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
                 while log_excess(upper, "upper") > 0:
                     upper = upper + max(abs(upper), 1e-12) * 1e-12

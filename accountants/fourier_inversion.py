@@ -30,6 +30,8 @@ from accountants.conversions import minimize_over_orders
 __all__ = ["Bounds", "InversionPlan", "make_plan", "invert"]
 
 _EPS = np.finfo(np.float64).eps
+#: Largest damping used by the inversion (any damping > 0 is valid; this one bounds the cost).
+MAX_DAMPING = 64.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +87,9 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
     most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes."""
     if kappa is None:
         _, kappa = chernoff_log_delta(lambda k: log_mgf(k.astype(np.complex128)), epsilon)
-    kappa = float(min(max(kappa, 1e-6), 1e6))
+    # Any damping gives valid bounds; very large ones (light-tailed losses far from their mean) make the
+    # tilted integrands extreme and costly, so cap it.
+    kappa = float(min(max(kappa, 1e-6), MAX_DAMPING))
     log_m_kappa = float(np.real(log_mgf(np.array([kappa], dtype=np.complex128))[0]))
     log_tol = np.log(tolerance / 2.0)
     # The Chernoff exponent k' > kappa for the upper-tail aliasing: pick the one needing the shortest period.

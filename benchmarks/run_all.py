@@ -35,7 +35,7 @@ COMMAND = "python benchmarks/run_all.py"
 
 
 #: Modules run first, in this order (correctness before speed); any other bench_*.py follows alphabetically.
-FIRST = ("bench_rdp_tightness", "bench_rdp_speed")
+FIRST = ("bench_rdp_tightness", "bench_rdp_speed", "bench_fourier")
 
 
 def bench_modules():

@@ -25,6 +25,7 @@ with ``r(x) = log(1 - g + g p(x)/q(x))`` and ``F(z) = E_Q[exp(z r)]``:
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 from scipy import special
@@ -93,8 +94,16 @@ class OutputQuadrature:
     neglected_log_mass: float
 
 
-def _gauss_legendre_panels(lo, hi, panels, order=24):
+@functools.lru_cache(maxsize=8)
+def _leggauss(order):
     nodes, weights = np.polynomial.legendre.leggauss(order)
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+def _gauss_legendre_panels(lo, hi, panels, order=24):
+    nodes, weights = _leggauss(order)
     edges = np.linspace(lo, hi, panels + 1)
     half = np.diff(edges)[:, None] / 2.0
     mid = (edges[:-1] + edges[1:])[:, None] / 2.0
@@ -136,7 +145,7 @@ def gaussian_output_quadrature(mu, max_frequency=0.0, tilt=0.0, gamma=None, widt
             log_excess = r_grid + np.log(-np.expm1(log_1mg - r_grid))
             edges.append((log_excess - np.log(gamma) + 0.5 * mu * mu) / mu)
     edges = np.unique(np.clip(np.concatenate(edges), lo, hi))
-    nodes, weights = np.polynomial.legendre.leggauss(24)
+    nodes, weights = _leggauss(24)
     half = np.diff(edges)[:, None] / 2.0
     mid = (edges[:-1] + edges[1:])[:, None] / 2.0
     x = (mid + half * nodes[None, :]).ravel()

@@ -96,3 +96,13 @@ def test_search_value_is_one_that_was_evaluated(center, scale):
     opt = minimize_over_orders(f, grid, f(grid))
     assert seen[opt.order] == opt.value
     assert opt.value <= min(seen.values()) + 0.0
+
+
+def test_search_stops_at_its_largest_order_when_the_objective_keeps_falling():
+    # Regression: a decreasing objective whose grid top is within a factor 2 of max_order looped forever.
+    def f(orders):
+        return -np.asarray(orders, dtype=float)
+
+    grid = np.array([2.0, 4.0, 600.0])
+    opt = minimize_over_orders(f, grid, f(grid), max_order=1000.0)
+    assert opt.order == 1000.0
