@@ -26,6 +26,8 @@ Erven & Harremoes 2014, Cor 2).
 Every function returns an upper bound rounded up (float64 slack ``ROUNDING``), except :func:`lower_bound`.
 """
 
+import functools
+
 import numpy as np
 from scipy import special
 
@@ -95,12 +97,23 @@ def _binomial_sum_bound(orders, gamma, rdp, factor, round_up=True):
     return log1p_exp(out) / (orders - 1.0) * factor_out
 
 
-def _log_s_flat(orders, gamma, log_w1, round_up=True):
+@functools.lru_cache(maxsize=32)
+def _flat_pairs(orders_key):
+    """The ragged (order, l) pairs, l = 2..alpha, laid flat, with log C(alpha, l): they depend only on the
+    orders, which an accountant's grid repeats for every mechanism it composes (cached, read-only)."""
+    orders = np.frombuffer(orders_key, dtype=np.int64)
     lengths = orders - 1
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     alpha = np.repeat(orders, lengths).astype(np.float64)
     ell = np.arange(lengths.sum()) - np.repeat(starts, lengths) + 2
     log_c, _ = log_binom(alpha, ell)
+    for arr in (lengths, starts, alpha, ell, log_c):
+        arr.setflags(write=False)
+    return lengths, starts, alpha, ell, log_c
+
+
+def _log_s_flat(orders, gamma, log_w1, round_up=True):
+    lengths, starts, alpha, ell, log_c = _flat_pairs(np.ascontiguousarray(orders, dtype=np.int64).tobytes())
     with np.errstate(divide="ignore", invalid="ignore"):
         part_q = ell * np.log(gamma)
         part_1mq = (alpha - ell) * np.log1p(-gamma)
