@@ -1,0 +1,1 @@
+"""The ``dpledger`` command line: it sits on top of ``mechanisms``, ``accountants`` and ``predict``."""
