@@ -1,0 +1,274 @@
+"""``dpledger epsilon``, ``dpledger delta`` and ``dpledger calibrate``: compute a result, then print it.
+
+Each ``*_result`` function returns a plain dict (what ``--json`` prints); each ``format_*`` turns one into the
+human report. Every number is labelled: a proven upper bound, or an estimate (Fourier accounting of mechanisms
+whose characteristic functions come from quadrature). All numbers are for the add-or-remove-one relation.
+"""
+
+import json
+
+import numpy as np
+
+from accountants import FourierAccountant, RDPAccountant
+from accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
+from dpledger import _format
+from dpledger.ledger_spec import Entry, SpecError, entries_from_json
+from mechanisms import Composed, SelfComposed
+from mechanisms.errors import DPLedgerError, MissingCapabilityError
+
+__all__ = ["ACCOUNTANTS", "epsilon_result", "delta_result", "calibrate_result", "format_privacy", "format_calibration"]
+
+ACCOUNTANTS = ("rdp", "fourier", "both")
+FOURIER_METHOD = "Fourier inversion of the privacy-loss distribution (thesis Sec 3.4, Algorithm 1)"
+
+
+def _rdp(entries):
+    acc = RDPAccountant()
+    for entry in entries:
+        acc.compose(entry.build(), count=entry.count)
+    return acc
+
+
+def _fourier(entries, rtol):
+    acc = FourierAccountant(rtol=rtol)
+    for entry in entries:
+        acc.compose(entry.build(), count=entry.count)
+    return acc
+
+
+def _order(order):
+    return None if order is None else float(order)
+
+
+def _rdp_part(report):
+    return {
+        "accountant": "RDP",
+        "epsilon": report.epsilon,
+        "delta": report.delta,
+        "bound": report.bound,
+        "relation": report.relation.value,
+        "conversion": report.method,
+        "order": _order(report.order),
+    }
+
+
+def _fourier_part(acc, bounds, quantity, epsilon, delta, rtol):
+    certified = acc.certified
+    how = "characteristic functions in closed form: the interval is proven" if certified else (
+        "characteristic functions partly by quadrature: the interval's error is estimated, not proven"
+    )
+    return {
+        "accountant": "Fourier",
+        "epsilon": bounds.upper if quantity == "epsilon" else epsilon,
+        "delta": bounds.upper if quantity == "delta" else delta,
+        "bound": "upper bound" if certified else "estimate",
+        "relation": acc.relation.value,
+        "method": f"{FOURIER_METHOD}, {how}",
+        "lower": bounds.lower,
+        "estimate": bounds.estimate,
+        "upper": bounds.upper,
+        "error_bound": bounds.upper - bounds.lower,
+        "rtol": rtol,
+    }
+
+
+def _privacy_result(command, entries, accountant, rtol, target):
+    quantity = "epsilon" if command == "epsilon" else "delta"
+    results = []
+    if accountant in ("rdp", "both"):
+        acc = _rdp(entries)
+        report = acc.epsilon_report(target) if quantity == "epsilon" else acc.delta_report(target)
+        results.append(_rdp_part(report))
+    if accountant in ("fourier", "both"):
+        try:
+            acc = _fourier(entries, rtol)
+            if quantity == "epsilon":
+                part = _fourier_part(acc, acc.epsilon_bounds(target), quantity, None, target, rtol)
+            else:
+                part = _fourier_part(acc, acc.delta_bounds(target), quantity, target, None, rtol)
+        except (DPLedgerError, MissingCapabilityError) as err:
+            if accountant == "fourier":
+                raise
+            part = {"accountant": "Fourier", "error": f"{type(err).__name__}: {err}"}
+        results.append(part)
+    proven = [r for r in results if r.get("bound") == "upper bound"]
+    best = min(proven, key=lambda r: r[quantity]) if proven else None
+    return {
+        "command": command,
+        "quantity": quantity,
+        ("delta" if quantity == "epsilon" else "epsilon"): target,
+        "relation": RDPAccountant.relation.value,
+        "mechanisms": [e.to_json() for e in entries],
+        "results": results,
+        "best_upper_bound": None if best is None else {"accountant": best["accountant"], quantity: best[quantity]},
+    }
+
+
+def epsilon_result(entries, *, delta, accountant="rdp", rtol=1e-6):
+    """Smallest epsilon of the composition at ``delta`` from each requested accountant.
+
+    Examples
+    --------
+    >>> from dpledger.ledger_spec import entries_from_items
+    >>> entries = entries_from_items([("mechanism", "gaussian"), ("sigma", 1.1), ("sampling_probability", 0.01),
+    ...                               ("count", 10_000)])
+    >>> r = epsilon_result(entries, delta=1e-5)
+    >>> round(r["results"][0]["epsilon"], 2), r["results"][0]["bound"]
+    (5.63, 'upper bound')
+    """
+    return _privacy_result("epsilon", entries, accountant, rtol, delta)
+
+
+def delta_result(entries, *, epsilon, accountant="rdp", rtol=1e-6):
+    """Smallest delta of the composition at ``epsilon`` from each requested accountant."""
+    return _privacy_result("delta", entries, accountant, rtol, epsilon)
+
+
+def calibrate_result(entries, *, epsilon, delta, rtol=1e-6):
+    """The loosest noise parameter of the one entry that omits it, such that the whole composition is
+    (epsilon, delta)-DP by the RDP accountant (a proven upper bound).
+
+    A single Gaussian or Laplace entry uses :func:`calibrate_gaussian_sigma` / :func:`calibrate_laplace_scale`;
+    anything else uses :func:`accountants.calibration.calibrate` on the composition with the other entries held
+    fixed. The result is checked: the reported epsilon at the returned value is at most the target.
+    """
+    open_entries = [i for i, e in enumerate(entries) if e.kind.noise not in e.params]
+    if len(open_entries) != 1:
+        names = ", ".join(f"{e.kind.name} ({_flag(e.kind.noise)})" for e in entries)
+        raise SpecError(
+            "dpledger calibrate needs exactly one mechanism without its noise parameter (the one to calibrate); "
+            f"got {len(open_entries)} of: {names}."
+        )
+    index = open_entries[0]
+    entry = entries[index]
+    kind = entry.kind
+    sensitivity = entry.params.get("sensitivity", kind.optional.get("sensitivity", 1.0))
+    q, count = entry.sampling_probability, entry.count
+    if len(entries) == 1 and kind.name == "gaussian":
+        value = calibrate_gaussian_sigma(
+            epsilon, delta, sampling_probability=q, count=count, sensitivity=sensitivity, rtol=rtol
+        )
+    elif len(entries) == 1 and kind.name == "laplace":
+        value = calibrate_laplace_scale(
+            epsilon, delta, sampling_probability=q, count=count, sensitivity=sensitivity, rtol=rtol
+        )
+    else:
+        others = [SelfComposed(e.build(), count=e.count) for i, e in enumerate(entries) if i != index]
+
+        def family(x):
+            mine = entry.build(**{kind.noise: x})
+            if not others:
+                return mine
+            return Composed([SelfComposed(mine, count=count)] + others)
+
+        initial = tuple(v * sensitivity for v in kind.initial) if "sensitivity" in kind.optional else kind.initial
+        value = calibrate(
+            family,
+            epsilon,
+            delta,
+            count=count if not others else 1,
+            initial=initial,
+            domain=kind.domain,
+            larger_is_more_private=kind.more_private,
+            rtol=rtol,
+        )
+    calibrated = [e if i != index else _with(e, kind.noise, value) for i, e in enumerate(entries)]
+    report = _rdp(calibrated).epsilon_report(delta)
+    if not report.epsilon <= epsilon:  # calibrate only returns values it found feasible; never print otherwise
+        raise DPLedgerError(
+            f"calibration returned {kind.noise} = {value!r}, at which epsilon = {report.epsilon!r} exceeds the "
+            f"target {epsilon}."
+        )
+    return {
+        "command": "calibrate",
+        "parameter": kind.noise,
+        "mechanism": kind.name,
+        "entry": index + 1,
+        "value": value,
+        "direction": "smallest" if kind.more_private else "largest",
+        "target": {"epsilon": epsilon, "delta": delta},
+        "relation": report.relation.value,
+        "mechanisms": [e.to_json() for e in entries],
+        "calibrated_mechanisms": [e.to_json() for e in calibrated],
+        "achieved": _rdp_part(report),
+        "rtol": rtol,
+    }
+
+
+def _flag(param):
+    return "--" + param.replace("_", "-")
+
+
+def _with(entry, param, value):
+    return Entry(entry.kind, {**entry.params, param: value}, entry.sampling_probability, entry.count)
+
+
+# ---------------------------------------------------------------------------------------------- text output
+def format_privacy(result):
+    """The human report of :func:`epsilon_result` / :func:`delta_result`."""
+    quantity = result["quantity"]
+    given = "delta" if quantity == "epsilon" else "epsilon"
+    n = len(result["mechanisms"])
+    lines = [
+        f"{quantity} of a composition of {n} mechanism{'s' if n != 1 else ''} at {given} = "
+        f"{_format.nearest(result[given])}",
+        f"neighbouring relation: {result['relation']}",
+    ]
+    for entry in entries_from_json(json.dumps({"mechanisms": result["mechanisms"]})):
+        lines.append(f"  {entry.describe()}")
+    for part in result["results"]:
+        lines.append("")
+        lines.append(f"{part['accountant']} accountant")
+        if "error" in part:
+            lines.append(f"  not available: {part['error']}")
+            continue
+        value, bound = part[quantity], part["bound"]
+        label = "proven upper bound" if bound == "upper bound" else "estimate, not a proven bound"
+        shown = f"{_format.upper(value)}  ({label}; printed rounded up)" if bound == "upper bound" else (
+            f"{_format.nearest(value)}  ({label})"
+        )
+        lines.append(f"  {quantity:<11}{shown}")
+        if part["accountant"] == "RDP":
+            lines.append(f"  conversion {part['conversion']}")
+            order = part["order"]
+            lines.append(
+                "  order      " + ("none (empty composition)" if order is None else
+                                   ("inf (pure DP)" if np.isinf(order) else f"{_format.nearest(order)} (optimal Renyi order)"))
+            )
+        else:
+            lines.append(
+                f"  interval   [{_format.lower(part['lower'], 10)}, {_format.upper(part['upper'], 10)}] (lower, upper); "
+                f"error bound {_format.upper(part['error_bound'], 2)}; estimate {_format.nearest(part['estimate'], 10)}"
+            )
+            lines.append(f"  method     {part['method']}, rtol {part['rtol']:g}")
+    answered = [part for part in result["results"] if "error" not in part]
+    if result["best_upper_bound"] is not None and len(answered) > 1:
+        best = result["best_upper_bound"]
+        lines.append("")
+        lines.append(
+            f"smallest proven upper bound: {quantity} <= {_format.upper(best[quantity])} ({best['accountant']} accountant)"
+        )
+    return "\n".join(lines)
+
+
+def format_calibration(result):
+    """The human report of :func:`calibrate_result`."""
+    rounding = _format.upper if result["direction"] == "smallest" else _format.lower
+    target = result["target"]
+    achieved = result["achieved"]
+    lines = [
+        f"{result['parameter']} = {rounding(result['value'])}  ({result['direction']} value for mechanism "
+        f"#{result['entry']} ({result['mechanism']}) such that the composition is "
+        f"({_format.nearest(target['epsilon'])}, {_format.nearest(target['delta'])})-DP; printed rounded "
+        f"{'up' if result['direction'] == 'smallest' else 'down'}, relative tolerance {result['rtol']:g})",
+        f"neighbouring relation: {result['relation']}",
+    ]
+    for entry in entries_from_json(json.dumps({"mechanisms": result["mechanisms"]}), allow_missing_noise=True):
+        lines.append(f"  {entry.describe()}")
+    order = achieved["order"]
+    lines.append(
+        f"check: epsilon = {_format.upper(achieved['epsilon'])} at delta = {_format.nearest(achieved['delta'])} "
+        f"(RDP accountant, proven upper bound; {achieved['conversion']}"
+        + ("" if order is None else f", order {_format.nearest(order)}") + ")"
+    )
+    return "\n".join(lines)

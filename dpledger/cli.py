@@ -1,0 +1,218 @@
+"""The ``dpledger`` command: argument parsing and dispatch.
+
+``main(argv)`` returns the exit code: 0 on success, 2 for bad arguments (a one-line message on stderr, never a
+traceback), 1 when a valid request cannot be answered (for example a data set that is not installed, or an
+accuracy the Fourier accountant cannot certify).
+
+Examples
+--------
+>>> main(["epsilon", "--mechanism", "gaussian", "--sigma", "1.1", "--sampling-probability", "0.01",
+...       "--count", "10000", "--delta", "1e-5"])  # doctest: +ELLIPSIS
+epsilon of a composition of 1 mechanism at delta = 1e-05
+...
+  epsilon    5.63181  (proven upper bound; printed rounded up)
+...
+0
+"""
+
+import argparse
+import sys
+
+from dpledger.ledger_spec import COMMON, KINDS, SpecError, flag
+from mechanisms.errors import DPLedgerError
+
+__all__ = ["main", "build_parser"]
+
+PROG = "dpledger"
+
+_SPEC_HELP = """\
+describing a composition:
+  Each --mechanism KIND starts a new entry; the options after it belong to that entry (options written
+  before the first --mechanism belong to the first entry). Kinds and their parameters:
+{kinds}
+  Every entry also takes --sampling-probability Q (Poisson subsampling, default 1: none) and --count N
+  (default 1). Or give --spec FILE.json (- for stdin) with the same content:
+    {{"mechanisms": [{{"mechanism": "gaussian", "sigma": 1.1, "sampling_probability": 0.01, "count": 10000}},
+                    {{"mechanism": "laplace", "scale": 20, "count": 50}}]}}
+  All numbers are for the add-or-remove-one neighbouring relation.
+"""
+
+
+def _kinds_help(calibrate=False):
+    rows = []
+    for kind in KINDS.values():
+        params = " ".join(f"{flag(p)} X" for p in kind.required) + "".join(
+            f" [{flag(p)} X (default {v:g})]" for p, v in kind.optional.items()
+        )
+        rows.append(f"    {kind.name:<20} {params}: {kind.help}")
+    return "\n".join(rows)
+
+
+class _EntryItem(argparse.Action):
+    """Record ``(parameter, value)`` in command-line order; :mod:`dpledger.ledger_spec` groups them."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = list(getattr(namespace, "entry_items", None) or [])
+        items.append((self.dest, values))
+        namespace.entry_items = items
+
+
+def _add_composition_options(parser, *, calibrate=False):
+    group = parser.add_argument_group(
+        "composition (repeat --mechanism for several mechanisms)",
+        "Each --mechanism starts a new entry; the options after it belong to it.",
+    )
+    group.add_argument(
+        "--mechanism", dest="mechanism", action=_EntryItem, choices=list(KINDS), metavar="KIND",
+        help=f"start a new entry: one of {', '.join(KINDS)}",
+    )
+    params = {}
+    for kind in KINDS.values():
+        for p in kind.params():
+            params.setdefault(p, []).append(kind.name)
+    for p, kinds in params.items():
+        note = " (omit it on the entry to calibrate)" if calibrate and any(KINDS[k].noise == p for k in kinds) else ""
+        group.add_argument(flag(p), dest=p, action=_EntryItem, type=float, metavar="X",
+                           help=f"{p} of {', '.join(kinds)}{note}")
+    group.add_argument("--sampling-probability", dest="sampling_probability", action=_EntryItem, type=float,
+                       metavar="Q", help=f"Poisson sampling probability of the entry (default {COMMON['sampling_probability']:g})")
+    group.add_argument("--count", dest="count", action=_EntryItem, type=int, metavar="N",
+                       help=f"how many times the entry runs (default {COMMON['count']})")
+    group.add_argument("--spec", metavar="FILE", help="read the composition from a JSON file (- for stdin)")
+
+
+def _add_output_options(parser):
+    parser.add_argument("--json", action="store_true", help="print one JSON object (non-finite numbers as \"inf\")")
+
+
+def build_parser():
+    """The argument parser of ``dpledger`` with its sub-commands."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Differential-privacy accounting and private prediction. Every privacy number printed is a "
+        "proven upper bound unless it is labelled an estimate.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    epilog = _SPEC_HELP.format(kinds=_kinds_help())
+    formatter = argparse.RawDescriptionHelpFormatter
+    accountant_help = (
+        "rdp (default): Renyi DP, a proven upper bound for every mechanism, in milliseconds; fourier: "
+        "characteristic functions, tighter, an upper bound when they are in closed form and an estimate for "
+        "subsampled mechanisms, can take seconds or fail to certify; both: print the two"
+    )
+    for name, given, target_help in (
+        ("epsilon", "delta", "the smallest epsilon such that the composition is (epsilon, delta)-DP"),
+        ("delta", "epsilon", "the smallest delta such that the composition is (epsilon, delta)-DP"),
+    ):
+        p = sub.add_parser(name, help=target_help, description=target_help[0].upper() + target_help[1:] + ".",
+                           epilog=epilog, formatter_class=formatter)
+        p.add_argument(f"--{given}", type=float, required=True, help=f"the {given} of the guarantee")
+        p.add_argument("--accountant", choices=("rdp", "fourier", "both"), default="rdp", help=accountant_help)
+        p.add_argument("--rtol", type=float, default=1e-6, help="relative accuracy of the Fourier accountant")
+        _add_composition_options(p)
+        _add_output_options(p)
+
+    p = sub.add_parser(
+        "calibrate",
+        help="the smallest noise meeting a target (epsilon, delta)",
+        description="The smallest noise (largest p / rho / pure epsilon) of the one entry that omits it, such that "
+        "the whole composition is (epsilon, delta)-DP by the RDP accountant (a proven upper bound).",
+        epilog=epilog,
+        formatter_class=formatter,
+    )
+    p.add_argument("--epsilon", type=float, required=True, help="target epsilon")
+    p.add_argument("--delta", type=float, required=True, help="target delta")
+    p.add_argument("--rtol", type=float, default=1e-6, help="relative width of the final search bracket")
+    _add_composition_options(p, calibrate=True)
+    _add_output_options(p)
+
+    return parser
+
+
+def _entries(args, *, calibrate=False):
+    from dpledger import ledger_spec
+
+    items = getattr(args, "entry_items", None) or []
+    if args.spec is not None:
+        if items:
+            raise SpecError("give the composition either with --spec or with --mechanism options, not both.")
+        if args.spec == "-":
+            text, source = sys.stdin.read(), "the JSON spec on stdin"
+        else:
+            try:
+                with open(args.spec, encoding="utf-8") as handle:
+                    text = handle.read()
+            except (OSError, UnicodeDecodeError) as err:
+                raise SpecError(f"cannot read --spec {args.spec}: {getattr(err, 'strerror', None) or err}.") from None
+            source = f"--spec {args.spec}"
+        return ledger_spec.entries_from_json(text, source=source, allow_missing_noise=calibrate)
+    return ledger_spec.entries_from_items(items, allow_missing_noise=calibrate)
+
+
+def _check_targets(args):
+    """Check the targets here so messages name the flags (the library would name its own parameters)."""
+    import math
+
+    delta = getattr(args, "delta", None)
+    if delta is not None and not 0.0 < delta < 1.0:
+        raise ValueError(f"--delta must be in (0, 1); got {delta}.")
+    epsilon = getattr(args, "epsilon", None)
+    if epsilon is not None:
+        low_ok = epsilon > 0.0 if args.command == "calibrate" else epsilon >= 0.0
+        if not (low_ok and math.isfinite(epsilon)):
+            what = "positive" if args.command == "calibrate" else "non-negative"
+            raise ValueError(f"--epsilon must be a finite {what} number; got {epsilon}.")
+    rtol = getattr(args, "rtol", None)
+    if rtol is not None and not 0.0 < rtol < 1.0:
+        raise ValueError(f"--rtol must be in (0, 1); got {rtol}.")
+
+
+def _run_privacy(args):
+    from dpledger import _format, accounting
+
+    _check_targets(args)
+    entries = _entries(args)
+    if args.command == "epsilon":
+        result = accounting.epsilon_result(entries, delta=args.delta, accountant=args.accountant, rtol=args.rtol)
+    else:
+        result = accounting.delta_result(entries, epsilon=args.epsilon, accountant=args.accountant, rtol=args.rtol)
+    print(_format.to_json(result) if args.json else accounting.format_privacy(result))
+    return 0
+
+
+def _run_calibrate(args):
+    from dpledger import _format, accounting
+
+    _check_targets(args)
+    entries = _entries(args, calibrate=True)
+    result = accounting.calibrate_result(entries, epsilon=args.epsilon, delta=args.delta, rtol=args.rtol)
+    print(_format.to_json(result) if args.json else accounting.format_calibration(result))
+    return 0
+
+
+def main(argv=None):
+    """Run ``dpledger`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse printed usage and the message (or the help)
+        return exit_.code if isinstance(exit_.code, int) else 2
+    command = args.command
+    runners = {"epsilon": _run_privacy, "delta": _run_privacy, "calibrate": _run_calibrate}
+    try:
+        return runners[command](args)
+    except (ValueError, TypeError) as err:  # bad values, from our checks or from the library's validation
+        _error(command, err)
+        return 2
+    except (DPLedgerError, OSError) as err:  # valid request that cannot be answered (accuracy, missing data)
+        _error(command, err)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG} {command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _error(command, err):
+    message = str(err) or type(err).__name__
+    print(f"{PROG} {command}: error: {message}", file=sys.stderr)

@@ -1,0 +1,264 @@
+"""A composition described on the command line or in a JSON file, turned into mechanisms.
+
+A composition is a list of entries. Each entry names a mechanism kind, its noise parameters, an optional Poisson
+sampling probability and a count (how many times it runs). The same content has two spellings:
+
+flags
+    ``--mechanism KIND`` starts a new entry; the options after it (``--sigma``, ``--scale``, ``--p``,
+    ``--rho``, ``--pure-epsilon``, ``--sensitivity``, ``--sampling-probability``, ``--count``) belong to it.
+    Options written before the first ``--mechanism`` belong to the first entry.
+JSON
+    ``{"mechanisms": [{"mechanism": "gaussian", "sigma": 1.1, "sampling_probability": 0.01, "count": 10000},
+    ...]}`` (or just the list). Keys are the option names with ``_`` (``-`` is accepted too).
+
+Every mechanism built here is a :class:`mechanisms.Mechanism` whose curves are stated for the add-or-remove-one
+relation.
+
+Examples
+--------
+>>> entries = entries_from_json('{"mechanisms": [{"mechanism": "gaussian", "sigma": 1.1, '
+...                             '"sampling_probability": 0.01, "count": 10000}]}')
+>>> entries[0].describe()
+'10000 x gaussian(sigma=1.1, sensitivity=1), Poisson-subsampled with probability 0.01'
+>>> type(entries[0].build()).__name__
+'PoissonSubsampled'
+"""
+
+import dataclasses
+import json
+import math
+import numbers
+
+from mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    PoissonSubsampled,
+    PureDPMechanism,
+    RandomizedResponse,
+    ZCDPMechanism,
+)
+
+__all__ = ["Kind", "KINDS", "Entry", "SpecError", "entries_from_items", "entries_from_json", "COMMON"]
+
+
+class SpecError(ValueError):
+    """A composition description that cannot be turned into mechanisms; the message says what to change."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """A mechanism kind the command line knows.
+
+    ``noise`` names the parameter ``dpledger calibrate`` searches; ``more_private`` says whether larger values
+    of it are more private (noise scales) or less (a retention probability, a privacy parameter);
+    ``domain`` is its open admissible interval and ``initial`` the starting bracket of the search.
+    """
+
+    name: str
+    factory: object
+    required: tuple
+    optional: dict
+    noise: str
+    more_private: bool
+    domain: tuple
+    initial: tuple
+    help: str
+
+    def params(self):
+        return self.required + tuple(self.optional)
+
+
+KINDS = {
+    k.name: k
+    for k in (
+        Kind(
+            "gaussian", GaussianMechanism, ("sigma",), {"sensitivity": 1.0}, "sigma", True, (0.0, math.inf),
+            (0.5, 2.0), "Gaussian noise of standard deviation sigma on an L2-sensitivity query (Mironov 2017, Prop 7)",
+        ),
+        Kind(
+            "laplace", LaplaceMechanism, ("scale",), {"sensitivity": 1.0}, "scale", True, (0.0, math.inf),
+            (0.5, 2.0), "Laplace noise of scale b on an L1-sensitivity query (Mironov 2017, Prop 6)",
+        ),
+        Kind(
+            "randomized-response", RandomizedResponse, ("p",), {}, "p", False, (0.5, 1.0), (0.51, 0.75),
+            "binary randomized response: the true bit with probability p (Mironov 2017, Prop 5)",
+        ),
+        Kind(
+            "pure-dp", PureDPMechanism, ("pure_epsilon",), {}, "pure_epsilon", False, (0.0, math.inf), (0.1, 1.0),
+            "any mechanism known to be pure_epsilon-DP (Kairouz, Oh & Viswanath 2015, Thm 2.4)",
+        ),
+        Kind(
+            "zcdp", ZCDPMechanism, ("rho",), {}, "rho", False, (0.0, math.inf), (0.01, 0.1),
+            "any mechanism known to be rho-zCDP (Bun & Steinke 2016, Def 1.1); RDP accountant only",
+        ),
+    )
+}
+
+#: Parameters every entry takes, with their defaults.
+COMMON = {"sampling_probability": 1.0, "count": 1}
+_ARGUMENT_NAMES = {"pure_epsilon": "epsilon"}  # parameter -> keyword of the mechanism class
+
+
+def flag(param):
+    """The command-line spelling of a parameter: ``sampling_probability`` -> ``--sampling-probability``."""
+    return "--" + param.replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One line of a composition: ``count`` runs of a (possibly Poisson-subsampled) mechanism."""
+
+    kind: Kind
+    params: dict
+    sampling_probability: float = 1.0
+    count: int = 1
+
+    def build(self, **override):
+        """The :class:`mechanisms.Mechanism` of one run (``override`` replaces noise parameters)."""
+        values = {**self.kind.optional, **self.params, **override}
+        missing = [p for p in self.kind.required if values.get(p) is None]
+        if missing:
+            raise SpecError(f"mechanism {self.kind.name} needs {', '.join(flag(p) for p in missing)}.")
+        base = self.kind.factory(**{_ARGUMENT_NAMES.get(k, k): v for k, v in values.items()})
+        if self.sampling_probability == 1.0:
+            return base
+        return PoissonSubsampled(base, sampling_probability=self.sampling_probability)
+
+    def describe(self):
+        """One human line, e.g. ``10000 x gaussian(sigma=1.1, sensitivity=1), Poisson-subsampled ...``."""
+        values = {**self.kind.optional, **self.params}
+        inside = ", ".join(f"{k}={'?' if values.get(k) is None else f'{values[k]:g}'}" for k in self.kind.params())
+        text = f"{self.count} x {self.kind.name}({inside})"
+        if self.sampling_probability != 1.0:
+            text += f", Poisson-subsampled with probability {self.sampling_probability:g}"
+        return text
+
+    def to_json(self):
+        """The entry in the JSON spelling (``entries_from_json`` reads it back)."""
+        out = {"mechanism": self.kind.name}
+        out.update({k: v for k, v in {**self.kind.optional, **self.params}.items() if v is not None})
+        out["sampling_probability"] = self.sampling_probability
+        out["count"] = self.count
+        return out
+
+
+def _key(param):
+    return f'"{param}"'
+
+
+def _number(value, where, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise SpecError(f"{name} of {where} must be a number; got {value!r}.")
+    x = float(value)
+    if math.isnan(x):
+        raise SpecError(f"{name} of {where} must be a number; got nan.")
+    return x
+
+
+def _count(value, where, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise SpecError(f"{name} of {where} must be a positive integer; got {value!r}.")
+    if value < 1:
+        raise SpecError(f"{name} of {where} must be a positive integer; got {value}.")
+    return int(value)
+
+
+def _entry(kind_name, items, where, *, allow_missing_noise=False, spell=flag):
+    """Build an :class:`Entry` from ``(param, value)`` pairs, checking every name and value.
+
+    ``spell`` writes a parameter's name in messages (``--sigma`` for flags, ``"sigma"`` for JSON).
+    """
+    if not isinstance(kind_name, str) or kind_name not in KINDS:
+        raise SpecError(f"{spell('mechanism')} of {where} must be one of {', '.join(KINDS)}; got {kind_name!r}.")
+    kind = KINDS[kind_name]
+    where = f"{where} ({kind.name})"
+    params, common, seen = {}, {}, set()
+    for param, value in items:
+        if param in seen:
+            raise SpecError(
+                f"{spell(param)} is given twice for {where}; each {spell('mechanism')} starts a new entry."
+            )
+        seen.add(param)
+        if param == "count":
+            common["count"] = _count(value, where, spell(param))
+        elif param == "sampling_probability":
+            common["sampling_probability"] = _number(value, where, spell(param))
+        elif param in kind.params():
+            params[param] = _number(value, where, spell(param))
+        else:
+            allowed = ", ".join(spell(p) for p in kind.params() + tuple(COMMON))
+            raise SpecError(f"{spell(param)} does not apply to {where}; its options are {allowed}.")
+    missing = [p for p in kind.required if p not in params]
+    if missing and not (allow_missing_noise and missing == [kind.noise]):
+        raise SpecError(f"{where} needs {', '.join(spell(p) for p in missing)}.")
+    entry = Entry(kind, params, **common)
+    if not missing:
+        entry.build()  # validate the values now (the mechanisms raise ValueError with the message shape)
+    elif entry.sampling_probability != 1.0:
+        PoissonSubsampled(kind.factory(**_placeholder(kind)), sampling_probability=entry.sampling_probability)
+    return entry
+
+
+def _placeholder(kind):
+    values = {**kind.optional, kind.noise: kind.initial[1]}
+    return {_ARGUMENT_NAMES.get(k, k): v for k, v in values.items()}
+
+
+def entries_from_items(items, *, allow_missing_noise=False):
+    """Group ``(param, value)`` pairs in command-line order into entries.
+
+    ``("mechanism", kind)`` starts a new entry; pairs before the first one belong to the first entry.
+    With ``allow_missing_noise`` (``dpledger calibrate``) an entry may omit its noise parameter.
+    """
+    groups, leading = [], []
+    for param, value in items:
+        if param == "mechanism":
+            groups.append([value, list(leading) if not groups else []])
+            leading = []
+        elif groups:
+            groups[-1][1].append((param, value))
+        else:
+            leading.append((param, value))
+    if not groups:
+        raise SpecError(
+            "no mechanism given: describe the composition with --mechanism KIND (one per entry, followed by its "
+            f"options; kinds: {', '.join(KINDS)}) or with --spec FILE.json."
+        )
+    return [
+        _entry(kind, pairs, f"mechanism #{i}", allow_missing_noise=allow_missing_noise)
+        for i, (kind, pairs) in enumerate(groups, start=1)
+    ]
+
+
+def entries_from_json(text, *, source="the JSON spec", allow_missing_noise=False):
+    """Entries from the JSON spelling: ``{"mechanisms": [{...}, ...]}`` or a bare list of entry objects."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{source} is not valid JSON: {err}.") from None
+    if isinstance(data, dict):
+        extra = set(data) - {"mechanisms"}
+        if extra:
+            raise SpecError(f"{source} may only have the key \"mechanisms\"; got also {sorted(extra)}.")
+        data = data.get("mechanisms")
+    if not isinstance(data, list) or not data:
+        raise SpecError(
+            f"{source} must be a non-empty list of mechanisms, or an object {{\"mechanisms\": [...]}}; "
+            f"e.g. {{\"mechanisms\": [{{\"mechanism\": \"gaussian\", \"sigma\": 1.1, \"count\": 100}}]}}."
+        )
+    entries = []
+    for i, item in enumerate(data, start=1):
+        where = f"mechanism #{i} of {source}"
+        if not isinstance(item, dict):
+            raise SpecError(f"{where} must be an object; got {item!r}.")
+        item = {str(k).replace("-", "_"): v for k, v in item.items()}
+        if "mechanism" not in item:
+            raise SpecError(f"{where} has no \"mechanism\" key (one of {', '.join(KINDS)}).")
+        kind = item.pop("mechanism")
+        entries.append(
+            _entry(kind, list(item.items()), where, allow_missing_noise=allow_missing_noise, spell=_key)
+        )
+    return entries
