@@ -25,6 +25,8 @@ import numbers
 import numpy as np
 import torch
 
+from mechanisms.errors import NumericalError
+
 __all__ = [
     "ABSTAIN",
     "METRICS",
@@ -33,6 +35,8 @@ __all__ = [
     "check_labels",
     "check_fitted",
     "check_metric",
+    "check_rows",
+    "MAX_SQUARED_NORM",
     "Reference",
     "pairwise_distances",
     "query_blocks",
@@ -94,15 +98,14 @@ def check_features(X, name, owner, *, n_features=None, allow_empty=False):
         raise ValueError(
             f"`{name}` of {owner} must have {n_features} features (as in fit); got {arr.shape[1]}."
         )
-    out = np.ascontiguousarray(arr, dtype=np.float32)
-    bad = ~np.isfinite(out)
+    bad = ~np.isfinite(arr) | (np.abs(arr) > np.finfo(np.float32).max)
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise ValueError(
-            f"`{name}` of {owner} must be finite (after conversion to float32); got {arr[row, col]} at row {row}, "
-            f"column {col}."
+            f"`{name}` of {owner} must be finite (also after conversion to float32); got {arr[row, col]} at row "
+            f"{row}, column {col}."
         )
-    return out
+    return np.ascontiguousarray(arr, dtype=np.float32)
 
 
 def check_labels(y, n_samples, owner, *, num_classes=None):
@@ -179,25 +182,48 @@ class Reference:
     def from_array(cls, X, *, metric, owner="Reference"):
         """Prepare a validated float32 array ``X`` (see :func:`check_features`) for ``metric``."""
         metric = check_metric(metric, owner)
-        points = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+        sq = check_rows(X, metric, "X", owner)
         if metric == "cosine":
-            points = _unit_rows(points, "X", owner)
-            sq = torch.ones(points.shape[0], dtype=torch.float32)
+            points = _unit_rows(X)
+            sq = np.ones(points.shape[0])
         else:
-            sq = (points * points).sum(dim=1)
-        return cls(points=points, sq_norms=sq, metric=metric)
+            points = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+        return cls(points=points, sq_norms=torch.from_numpy(sq.astype(np.float32)), metric=metric)
 
     @property
     def n(self):
         return int(self.points.shape[0])
 
 
-def _unit_rows(t, name, owner):
-    norms = torch.linalg.vector_norm(t, dim=1)
-    if bool((norms == 0).any()):
-        row = int(torch.nonzero(norms == 0)[0, 0])
-        raise ValueError(f"`{name}` of {owner} must have no all-zero row for metric='cosine'; got one at row {row}.")
-    return t / norms[:, None]
+#: Largest squared row norm accepted for ``metric="euclidean"``: keeps ``|q|^2 + |x|^2 - 2 q.x`` (at most
+#: ``4e37``) inside float32's range (``3.4e38``), so no distance overflows to inf and turns into NaN.
+MAX_SQUARED_NORM = 1e37
+
+
+def check_rows(X, metric, name, owner):
+    """Refuse rows a metric cannot handle, before any noise is drawn.
+
+    ``"cosine"``: an all-zero row has no direction. ``"euclidean"``: a squared norm above
+    :data:`MAX_SQUARED_NORM` would overflow float32 distances. Norms are taken in float64 (no underflow).
+    """
+    sq = np.einsum("ij,ij->i", np.asarray(X, dtype=np.float64), np.asarray(X, dtype=np.float64))
+    if metric == "cosine" and (sq == 0).any():
+        raise ValueError(
+            f"`{name}` of {owner} must have no all-zero row for metric='cosine'; got one at row {int(np.argmax(sq == 0))}."
+        )
+    if metric == "euclidean" and (sq > MAX_SQUARED_NORM).any():
+        row = int(np.argmax(sq > MAX_SQUARED_NORM))
+        raise ValueError(
+            f"`{name}` of {owner} must have squared row norms at most {MAX_SQUARED_NORM:g} for float32 distances; "
+            f"got {sq[row]:.3g} at row {row}."
+        )
+    return sq
+
+
+def _unit_rows(X):
+    """Rows scaled to unit L2 norm, computed in float64 (tiny rows do not underflow), returned as float32."""
+    X = np.asarray(X, dtype=np.float64)
+    return torch.from_numpy((X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32))
 
 
 def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
@@ -206,7 +232,8 @@ def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
     * ``"euclidean"``: ``sqrt(max(|q|^2 + |x|^2 - 2 q.x, 0))`` (one matrix product);
     * ``"cosine"``: ``max(1 - q.x / (|q| |x|), 0)``, in [0, 2].
 
-    The clamp at 0 removes negative rounding residue, so the result is never NaN for finite input. Each entry
+    The clamp at 0 removes negative rounding residue; rows are checked with :func:`check_rows`, and a NaN
+    result raises :class:`~mechanisms.errors.NumericalError` (it never reaches a ranking). Each entry
     is a function of its query and its record only (the matrix product does not mix records), so the order of
     the records is a per-query ranking. Call it on blocks of queries (:func:`query_blocks`) to bound memory at
     ``block * n`` floats.
@@ -217,14 +244,17 @@ def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
         Validated queries (:func:`check_features`).
     reference : Reference
     """
-    q = torch.from_numpy(np.ascontiguousarray(Q, dtype=np.float32))
+    sq = check_rows(Q, reference.metric, "Q", owner)
     if reference.metric == "cosine":
-        q = _unit_rows(q, "Q", owner)
-        out = torch.matmul(q, reference.points.T).neg_().add_(1.0)
-        return out.clamp_(min=0.0)
-    out = torch.matmul(q, reference.points.T).mul_(-2.0)
-    out.add_((q * q).sum(dim=1)[:, None]).add_(reference.sq_norms[None, :])
-    return out.clamp_(min=0.0).sqrt_()
+        out = torch.matmul(_unit_rows(Q), reference.points.T).neg_().add_(1.0).clamp_(min=0.0)
+    else:
+        q = torch.from_numpy(np.ascontiguousarray(Q, dtype=np.float32))
+        out = torch.matmul(q, reference.points.T).mul_(-2.0)
+        out.add_(torch.from_numpy(sq.astype(np.float32))[:, None]).add_(reference.sq_norms[None, :])
+        out = out.clamp_(min=0.0).sqrt_()
+    if bool(torch.isnan(out).any()):  # cannot happen for validated input; never let NaN reach a ranking
+        raise NumericalError(f"{owner}: a distance came out NaN.")
+    return out
 
 
 def query_blocks(n_queries, block_size):
