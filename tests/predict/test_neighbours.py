@@ -1,0 +1,230 @@
+"""Tests of predict.neighbours: exact and LSH kernel threshold search against straightforward float64 references.
+
+Kinds: known values (hand-computed kernels), properties (hypothesis) against a dense float64 reference, the
+LSH candidate rule checked against a per-table recomputation from the public hyperplanes, the independence of a
+record's selection from the other records (Ind-KNN Thm 3.1 proof), validation messages.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from predict.neighbours import ExactSearch, LSHSearch, block_pairs, kernel_matrix, prepare_points
+
+# Float32 kernels and the float64 reference may disagree on pairs within this distance of tau; such draws are
+# skipped (the rounding of a float32 matrix product is about 1e-7 here).
+MARGIN = 1e-5
+
+
+def reference_kernel(Q, X, kernel, nu=None):
+    """Dense float64 kernel values, written from the definitions (Ind-KNN Sec 3)."""
+    Q = np.asarray(Q, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    if kernel == "cosine":
+        Qn = Q / np.linalg.norm(Q, axis=1, keepdims=True)
+        Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+        return np.clip(Qn @ Xn.T, 0.0, 1.0)
+    d2 = ((Q[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    return np.exp(-d2 / nu**2)
+
+
+def reference_pairs(Q, X, tau, kernel, nu=None):
+    K = reference_kernel(Q, X, kernel, nu)
+    return [(np.flatnonzero(row >= tau), row[row >= tau]) for row in K], K
+
+
+def draw(seed, n, m, d, scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * scale
+    Q = rng.normal(size=(m, d)) * scale
+    return X.astype(np.float32), Q.astype(np.float32)
+
+
+cases = st.tuples(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 60),
+    st.integers(1, 12),
+    st.integers(1, 6),
+    st.sampled_from(["cosine", "rbf"]),
+    st.floats(0.05, 0.95),
+    st.integers(1, 16),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases)
+def test_exact_pairs_match_dense_reference(case):
+    seed, n, m, d, kernel, tau, block = case
+    X, Q = draw(seed, n, m, d)
+    nu = 2.0 if kernel == "rbf" else None
+    ref, K = reference_pairs(Q, X, tau, kernel, nu)
+    assume(np.abs(K - tau).min() > MARGIN)
+    p = ExactSearch(X, kernel=kernel, nu=nu, block_size=block).pairs(Q, tau)
+    assert p.n_queries == m
+    for t in range(m):
+        idx, kap = p.query(t)
+        np.testing.assert_array_equal(idx, ref[t][0])
+        np.testing.assert_allclose(kap, ref[t][1], rtol=0, atol=1e-5)
+        assert np.all(kap >= tau) and np.all(kap <= 1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["cosine", "rbf"]))
+def test_block_size_does_not_change_pairs(seed, kernel):
+    X, Q = draw(seed, 50, 9, 4)
+    nu = 1.5 if kernel == "rbf" else None
+    results = [ExactSearch(X, kernel=kernel, nu=nu, block_size=b).pairs(Q, 0.4) for b in (1, 4, 256)]
+    for other in results[1:]:
+        np.testing.assert_array_equal(other.indptr, results[0].indptr)
+        np.testing.assert_array_equal(other.indices, results[0].indices)
+        np.testing.assert_allclose(other.kappa, results[0].kappa, rtol=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from(["cosine", "rbf"]))
+def test_selection_of_a_record_ignores_the_other_records(seed, n_extra, kernel):
+    """A record is selected iff its own kernel value reaches tau: adding records elsewhere changes nothing for it."""
+    X, Q = draw(seed, 30, 6, 3)
+    extra, _ = draw(seed + 1, n_extra, 1, 3)
+    nu = 1.5 if kernel == "rbf" else None
+    base = ExactSearch(X, kernel=kernel, nu=nu).pairs(Q, 0.5)
+    grown = ExactSearch(np.concatenate([extra, X]), kernel=kernel, nu=nu).pairs(Q, 0.5)
+    for t in range(Q.shape[0]):
+        i0, k0 = base.query(t)
+        i1, k1 = grown.query(t)
+        mine = i1 >= n_extra
+        np.testing.assert_array_equal(i1[mine] - n_extra, i0)
+        np.testing.assert_allclose(k1[mine], k0, rtol=1e-6)
+
+
+def test_known_cosine_and_rbf_values():
+    X = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], dtype=np.float32)
+    q = np.array([[2.0, 0.0]], dtype=np.float32)
+    p = ExactSearch(X, kernel="cosine").pairs(q, 0.1)
+    # cos(0) = 1, cos(90 deg) = 0 (not selected), cos(45 deg) = 1/sqrt(2)
+    assert p.indices.tolist() == [0, 2]
+    np.testing.assert_allclose(p.kappa, [1.0, 1 / math.sqrt(2)], rtol=1e-6)
+    p = ExactSearch(X, kernel="rbf", nu=2.0).pairs(q, 0.01)
+    # |x - q|^2 = 1, 8, 10: kappa = exp(-1/4), exp(-2), exp(-10/4)
+    np.testing.assert_allclose(p.kappa, np.exp([-0.25, -2.0, -2.5]), rtol=1e-6)
+
+
+def test_weights_slightly_above_one_are_clipped():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 64)).astype(np.float32)
+    for kernel, nu in (("cosine", None), ("rbf", 3.0)):
+        p = ExactSearch(X, kernel=kernel, nu=nu).pairs(X, 1.0)  # each record is its own query: kappa = 1
+        assert np.all(p.kappa == 1.0)
+        assert p.indices.size >= 1
+        K = kernel_matrix(torch.from_numpy(prepare_points(X, kernel)), torch.from_numpy(prepare_points(X, kernel)),
+                          kernel=kernel, nu=nu)
+        assert float(K.max()) <= 1.0 and float(K.min()) >= 0.0
+
+
+def reference_codes(points, planes, tables, bits):
+    """Bucket codes written from supplement Algorithm 1: h_j(x) = 1[r_j . x >= 0], code = sum_j 2^j h_j."""
+    proj = points.astype(np.float32) @ planes
+    h = (proj >= 0).reshape(points.shape[0], tables, bits)
+    return (h * (1 << np.arange(bits))).sum(axis=2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 4), st.sampled_from(["cosine", "rbf"]),
+       st.integers(1, 64))
+def test_lsh_is_exact_search_on_the_union_of_buckets(seed, tables, bits, kernel, block):
+    X, Q = draw(seed, 80, 10, 5)
+    nu = 2.0 if kernel == "rbf" else None
+    tau = 0.3
+    lsh = LSHSearch(X, kernel=kernel, nu=nu, tables=tables, bits=bits, rng=np.random.default_rng(seed),
+                    block_size=block)
+    planes = lsh.hyperplanes
+    assert planes.shape == (5, tables * bits)
+    cx = reference_codes(prepare_points(X, kernel), planes, tables, bits)
+    cq = reference_codes(prepare_points(Q, kernel), planes, tables, bits)
+    ref, K = reference_pairs(Q, X, tau, kernel, nu)
+    assume(np.abs(K - tau).min() > MARGIN)
+    got = lsh.pairs(Q, tau)
+    cands = lsh.candidates(Q)
+    for t in range(Q.shape[0]):
+        expected_cands = np.flatnonzero((cx == cq[t]).any(axis=1))
+        np.testing.assert_array_equal(cands[t], expected_cands)
+        keep = np.isin(ref[t][0], expected_cands)
+        idx, kap = got.query(t)
+        np.testing.assert_array_equal(idx, ref[t][0][keep])
+        np.testing.assert_allclose(kap, ref[t][1][keep], atol=1e-5)
+
+
+def test_lsh_hyperplanes_are_public_randomness():
+    """The hyperplanes depend on the generator only, never on the points."""
+    X1, _ = draw(1, 40, 1, 6)
+    X2, _ = draw(2, 90, 1, 6)
+    a = LSHSearch(X1, tables=3, bits=4, rng=np.random.default_rng(7)).hyperplanes
+    b = LSHSearch(X2, tables=3, bits=4, rng=np.random.default_rng(7)).hyperplanes
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, np.random.default_rng(7).standard_normal((6, 12)).astype(np.float32))
+
+
+def test_lsh_with_many_tables_recovers_exact_pairs():
+    X, Q = draw(5, 300, 20, 8)
+    exact = ExactSearch(X).pairs(Q, 0.6)
+    lsh = LSHSearch(X, tables=60, bits=2, rng=np.random.default_rng(0)).pairs(Q, 0.6)
+    np.testing.assert_array_equal(lsh.indices, exact.indices)
+    np.testing.assert_array_equal(lsh.indptr, exact.indptr)
+
+
+def test_add_appends_points():
+    X, Q = draw(4, 20, 5, 3)
+    s = ExactSearch(X[:12])
+    assert s.add(X[12:]).tolist() == list(range(12, 20))
+    full = ExactSearch(X).pairs(Q, 0.2)
+    grown = s.pairs(Q, 0.2)
+    np.testing.assert_array_equal(grown.indices, full.indices)
+    lsh = LSHSearch(X[:12], tables=4, bits=2, rng=np.random.default_rng(1))
+    lsh.add(X[12:])
+    ref = LSHSearch(X, tables=4, bits=2, rng=np.random.default_rng(1))
+    np.testing.assert_array_equal(lsh.pairs(Q, 0.2).indices, ref.pairs(Q, 0.2).indices)
+
+
+def test_empty_queries_and_no_pairs():
+    X, _ = draw(0, 10, 1, 3)
+    p = ExactSearch(X).pairs(np.zeros((0, 3), dtype=np.float32), 0.5)
+    assert p.indptr.tolist() == [0] and p.indices.size == 0
+    r, c, v = block_pairs(torch.ones(2, 3), torch.from_numpy(prepare_points(X, "cosine")), 1.0, kernel="cosine")
+    assert r.dtype == torch.int64 and v.dtype == torch.float32
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"kernel": "linear"}, ValueError, "`kernel` of ExactSearch must be one of"),
+        ({"kernel": 3}, TypeError, "`kernel` of ExactSearch must be a string"),
+        ({"kernel": "rbf"}, TypeError, "`nu` of ExactSearch must be a positive real"),
+        ({"kernel": "rbf", "nu": -1.0}, ValueError, "`nu` of ExactSearch must be positive"),
+        ({"kernel": "rbf", "nu": float("nan")}, ValueError, "`nu` of ExactSearch must be positive"),
+        ({"block_size": 0}, ValueError, "`block_size` of ExactSearch must be a positive integer"),
+    ],
+)
+def test_constructor_validation(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ExactSearch(np.ones((3, 2), dtype=np.float32), **kwargs)
+
+
+def test_input_validation():
+    with pytest.raises(ValueError, match="no all-zero row for kernel='cosine'; got one at row 1"):
+        ExactSearch(np.array([[1.0, 0.0], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="must be finite"):
+        ExactSearch(np.array([[1.0, np.nan]]))
+    s = ExactSearch(np.ones((3, 2)))
+    for tau in (0.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match=r"`tau` of ExactSearch must be in \(0, 1\]"):
+            s.pairs(np.ones((1, 2)), tau)
+    with pytest.raises(ValueError, match="must have 2 features; got 3"):
+        s.pairs(np.ones((1, 3)), 0.5)
+    with pytest.raises(TypeError, match="`rng` of LSHSearch must be a numpy.random.Generator"):
+        LSHSearch(np.ones((3, 2)), rng=0)
+    with pytest.raises(ValueError, match=r"`bits` of LSHSearch must be an integer in \[1, 62\]"):
+        LSHSearch(np.ones((3, 2)), bits=0, rng=np.random.default_rng(0))
