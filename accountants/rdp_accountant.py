@@ -7,6 +7,7 @@ from accountants.conversions import Conversion
 from accountants.report import PrivacyReport
 from mechanisms import _validate
 from mechanisms.base import Mechanism
+from mechanisms.noisy_screening import DataDependentScreening
 from mechanisms.relations import NeighboringRelation
 
 __all__ = ["RDPAccountant", "DEFAULT_ORDERS"]
@@ -99,6 +100,12 @@ class RDPAccountant:
         Transactional: the mechanism's curve is computed and checked before anything is recorded, so an
         exception leaves the accountant unchanged.
         """
+        if isinstance(mechanism, DataDependentScreening):
+            raise TypeError(
+                "`mechanism` of RDPAccountant.compose must be a Mechanism; got DataDependentScreening, a "
+                "data-dependent privacy loss that is itself sensitive and never a releasable guarantee "
+                "(DESIGN.md privacy rule 7); compose NoisyScreening (or subsampled_screening) instead."
+            )
         if not isinstance(mechanism, Mechanism):
             raise TypeError(f"`mechanism` of RDPAccountant.compose must be a Mechanism; got {type(mechanism).__name__}.")
         count = _validate.positive_int(count, "count", "RDPAccountant.compose")
