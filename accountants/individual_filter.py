@@ -1,0 +1,395 @@
+"""``IndividualRenyiFilter``: per-record budgets for fully adaptive composition of Gaussian individual charges.
+
+The guarantee (``accounting="rdp"``, the default)
+-------------------------------------------------
+A *charge* ``rho`` on record ``i`` means the step is ``(alpha, alpha * rho)``-individual RDP for ``i`` at every
+order (Ind-KNN Def 2.4; a Gaussian release of ``sum_j q(z_j) + N(0, s^2 I)`` has
+``rho = ||q(z_i)||^2 / (2 s^2)``, Ind-KNN Lemma 2.5 / Lemma 3.1). The individual RDP parameter of a step may
+depend on everything released before (a function of past outputs and of record ``i`` alone). If every record's
+charges add up to at most ``B`` almost surely, the whole adaptive interaction is ``(alpha, alpha * B)``-RDP for
+every order (fully adaptive composition: Feldman & Zrnic 2021, Cor 3.3; Ind-KNN Thm 2.6, Algorithm 1). The
+filter enforces the sum record by record, so the guarantee depends on ``B`` alone, never on the number of
+charges; it is converted to (epsilon, delta) with the improved conversion optimised over real orders
+(:mod:`accountants.individual_conversions`).
+
+The Gaussian-DP option (``accounting="gdp"``)
+---------------------------------------------
+Theorem used (Smith & Thakurta 2022, "Fully adaptive composition for Gaussian differential privacy",
+arXiv:2210.17520, main result; individual form: Koskela, Tobaben & Honkela 2023, "Individual privacy accounting
+with Gaussian differential privacy", AISTATS): if the t-th mechanism is ``mu_t``-GDP, where ``mu_t`` may be
+chosen as a function of the previous outputs, and ``sum_t mu_t^2 <= mu^2`` almost surely, the composition is
+``mu``-GDP -- the filter that sums squared ``mu_t`` and compares with ``mu^2`` is valid, with the same
+parameter as non-adaptive composition. GDP is a property of each neighbouring pair and the argument fixes one
+pair ``(S, S^{-i})``, so it applies per record with individual parameters ``mu_t^(i)`` (the individual filter
+of Koskela et al., built on the same reduction as Feldman & Zrnic's individual Renyi filter).
+
+Conditions, and why Ind-KNN's charges meet them: (1) each step, for record ``i``, is a post-processing of a
+Gaussian release whose mean moves by ``v_i`` when ``i`` is added or removed and whose noise is
+``N(0, s^2 I)``: the pair is exactly ``G_mu`` with ``mu = ||v_i|| / s``, i.e. the charge is
+``rho = mu^2 / 2`` (the noisy count: ``v_i = 1``, ``s = sigma1``; the kernel-weighted vote: ``v_i = f_i``,
+``s = sigma2 * sqrt(K_t)``, released through its argmax); (2) ``mu_t^(i)`` depends only on past releases,
+the query, public data and record ``i`` (selection by a fixed threshold on ``kappa(x_i, q_t)``, clipping by
+``i``'s own remaining budget), so it is the same function of the history with or without ``i``; (3) the
+filter keeps ``sum_t (mu_t^(i))^2 = 2 * sum_t rho_t^(i) <= 2B``. Then the interaction is ``mu``-GDP with
+``mu = sqrt(2B)``, converted exactly: ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``
+(Dong, Roth & Su 2022, Cor 2.13). Charges that are only zCDP-like (an RDP curve ``alpha * rho`` without a
+Gaussian trade-off) are *not* covered: use ``"rdp"`` for them. Theorem numbers for the two GDP papers could
+not be checked against their full text here; the statements above are those of their abstracts and
+introductions (Smith & Thakurta: "a filter for this privacy concept that simply sums the squares of privacy
+budgets and compares them to a threshold").
+
+Tolerance
+---------
+A charge is admitted iff ``spent + amount <= B * (1 + RTOL)`` with ``RTOL = 1e-12``, so that a charge equal to
+the remaining budget ``B - spent`` (which may round up by an ulp) is admitted. The guarantee is therefore
+computed for the budget ``B * (1 + RTOL)``, the largest total any record can reach; a record is retired once
+``spent >= B * (1 - RTOL)``.
+"""
+
+import numbers
+import operator
+
+import numpy as np
+
+from accountants import individual_conversions as ic
+from accountants.report import PrivacyReport
+from mechanisms import _validate
+from mechanisms.relations import NeighboringRelation
+
+__all__ = ["IndividualRenyiFilter", "budget_for", "RTOL"]
+
+#: Relative tolerance of admission (see the module docstring); the guarantee accounts for it.
+RTOL = 1e-12
+_OWNER = "IndividualRenyiFilter"
+_ACCOUNTING = ("rdp", "gdp")
+_STATE_FORMAT = "dpledger.IndividualRenyiFilter"
+_STATE_VERSION = 1
+
+
+def _accounting(value, owner):
+    if not isinstance(value, str):
+        raise TypeError(f"`accounting` of {owner} must be a string; got {type(value).__name__} {value!r}.")
+    key = value.lower()
+    if key not in _ACCOUNTING:
+        raise ValueError(f"`accounting` of {owner} must be one of {list(_ACCOUNTING)}; got {value!r}.")
+    return key
+
+
+def _nonnegative_int(value, name, owner):
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` of {owner} must be an integer; got bool {value!r}.")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"`{name}` of {owner} must be an integer; got {type(value).__name__} {value!r}.") from None
+    if n < 0:
+        raise ValueError(f"`{name}` of {owner} must be non-negative; got {n}.")
+    return n
+
+
+def _epsilons(rho, delta, accounting):
+    """(epsilon, order) arrays for budgets ``rho`` (orders are nan for GDP)."""
+    if accounting == "gdp":
+        eps = ic.gdp_epsilon(rho, delta)
+        return eps, np.full(np.shape(eps), np.nan)
+    return ic.rdp_epsilon(rho, delta)
+
+
+class IndividualRenyiFilter:
+    """Per-record budgets: admit a record's charge only while its total stays within ``budget``.
+
+    See the module docstring for the theorem behind each ``accounting`` option and the admission tolerance.
+
+    Parameters
+    ----------
+    budget : float
+        ``B > 0``: every record ends ``(alpha, alpha * B)``-RDP at every order (or ``sqrt(2B)``-GDP).
+    n_records : int, default 0
+        Records present at the start, with fresh (zero) spend.
+    accounting : {"rdp", "gdp"}, default "rdp"
+        How :meth:`guarantee` and :meth:`individual_epsilons` convert budgets to (epsilon, delta).
+
+    Examples
+    --------
+    >>> f = IndividualRenyiFilter(0.5, 3)
+    >>> f.charge([0, 2], [0.25, 0.5]).tolist()
+    [True, True]
+    >>> f.charge([0, 2], 0.3).tolist()          # record 0 would exceed 0.5; record 2 is retired
+    [False, False]
+    >>> f.active.tolist(), f.spent.tolist()
+    ([True, True, False], [0.25, 0.0, 0.5])
+    >>> round(f.guarantee(1e-5).epsilon, 4)     # B = 0.5 is the Gaussian mechanism with sigma = 1
+    4.7284
+    """
+
+    relation = NeighboringRelation.ADD_OR_REMOVE_ONE
+
+    def __init__(self, budget, n_records=0, *, accounting="rdp"):
+        self._budget = _validate.positive(budget, "budget", _OWNER)
+        n = _nonnegative_int(n_records, "n_records", _OWNER)
+        self._accounting = _accounting(accounting, _OWNER)
+        self._spent = np.zeros(n, dtype=np.float64)
+        self._retired = np.zeros(n, dtype=bool)
+        self._removed = np.zeros(n, dtype=bool)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def budget(self):
+        return self._budget
+
+    @property
+    def accounting(self):
+        return self._accounting
+
+    @property
+    def n_records(self):
+        return int(self._spent.size)
+
+    @property
+    def spent(self):
+        """Each record's total admitted charge (a float64 copy)."""
+        return self._spent.copy()
+
+    @property
+    def remaining(self):
+        """``max(B - spent, 0)`` for active records, 0 for retired or removed ones (a copy)."""
+        return np.where(self.active, np.maximum(self._budget - self._spent, 0.0), 0.0)
+
+    @property
+    def retired(self):
+        return self._retired.copy()
+
+    @property
+    def removed(self):
+        return self._removed.copy()
+
+    @property
+    def active(self):
+        """Neither retired nor removed: the records that may still be charged."""
+        return ~(self._retired | self._removed)
+
+    # ------------------------------------------------------------- validation
+    def _indices(self, indices, method):
+        owner = f"{_OWNER}.{method}"
+        if isinstance(indices, (numbers.Integral, np.integer)) and not isinstance(indices, (bool, np.bool_)):
+            indices = [indices]
+        arr = np.asarray(indices)
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.intp)
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"`indices` of {owner} must be integers; got {arr.dtype} values.")
+        if arr.ndim != 1:
+            raise ValueError(f"`indices` of {owner} must be one-dimensional; got shape {arr.shape}.")
+        bad = (arr < 0) | (arr >= self.n_records)
+        if bad.any():
+            raise ValueError(
+                f"`indices` of {owner} must be in [0, {self.n_records}); got {arr[bad].flat[0]}."
+            )
+        return arr.astype(np.intp)
+
+    def _amounts(self, amounts, size):
+        owner = f"{_OWNER}.charge"
+        if isinstance(amounts, (bool, np.bool_)):
+            raise TypeError(f"`amounts` of {owner} must be real numbers; got bool.")
+        arr = np.asarray(amounts)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"`amounts` of {owner} must be real numbers; got {arr.dtype} values.")
+        arr = arr.astype(np.float64)
+        if arr.ndim == 0:
+            arr = np.full(size, float(arr))
+        if arr.shape != (size,):
+            raise ValueError(f"`amounts` of {owner} must be a scalar or have shape ({size},); got {arr.shape}.")
+        bad = ~(np.isfinite(arr) & (arr >= 0))  # NaN fails both
+        if bad.any():
+            raise ValueError(f"`amounts` of {owner} must be finite and non-negative; got {arr[bad][0]}.")
+        return arr
+
+    # ---------------------------------------------------------------- updates
+    def charge(self, indices, amounts):
+        """Charge ``amounts[k]`` to record ``indices[k]``; return the boolean mask of admitted charges.
+
+        Everything is validated before anything changes (``TypeError``/``ValueError`` leave the filter
+        untouched): indices are integers in range, distinct (duplicates raise ``ValueError``) and not removed;
+        amounts are finite and ``>= 0`` (a scalar applies to every index). Then, per record, the charge is
+        admitted iff the record is active and ``spent + amount <= B * (1 + RTOL)``; admitted charges are added
+        in one vectorised step, refused ones change nothing (refusal is a mask, not an exception). A record
+        whose spend reaches ``B * (1 - RTOL)`` is retired and never admitted again.
+        """
+        idx = self._indices(indices, "charge")
+        amt = self._amounts(amounts, idx.size)
+        if idx.size == 0:
+            return np.zeros(0, dtype=bool)
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"`indices` of {_OWNER}.charge must be distinct; got a repeated index.")
+        if self._removed[idx].any():
+            raise ValueError(
+                f"`indices` of {_OWNER}.charge must not be removed records; got {idx[self._removed[idx]][0]}."
+            )
+        new_spent = self._spent[idx] + amt
+        admitted = ~self._retired[idx] & (new_spent <= self._budget * (1.0 + RTOL))
+        target = idx[admitted]
+        self._spent[target] = new_spent[admitted]
+        self._retired[target] |= self._spent[target] >= self._budget * (1.0 - RTOL)
+        return admitted
+
+    def retire(self, indices):
+        """Retire records (they are never admitted again); retiring twice or a removed record is harmless."""
+        idx = self._indices(indices, "retire")
+        self._retired[idx] = True
+
+    def add(self, n):
+        """Append ``n`` records with fresh budgets; return their indices."""
+        n = _nonnegative_int(n, "n", f"{_OWNER}.add")
+        start = self.n_records
+        self._spent = np.concatenate((self._spent, np.zeros(n)))
+        self._retired = np.concatenate((self._retired, np.zeros(n, dtype=bool)))
+        self._removed = np.concatenate((self._removed, np.zeros(n, dtype=bool)))
+        return np.arange(start, start + n, dtype=np.intp)
+
+    def remove(self, indices):
+        """Mark records as removed (a deletion request): never charged or admitted again; their spend is kept."""
+        idx = self._indices(indices, "remove")
+        self._removed[idx] = True
+
+    # ---------------------------------------------------------------- getters
+    def guarantee(self, delta):
+        """:class:`PrivacyReport`: the (epsilon, delta) upper bound every record has, from the budget alone.
+
+        Computed for ``B * (1 + RTOL)`` (the admission tolerance), add-or-remove-one; it does not depend on
+        how many charges were made.
+        """
+        delta = _validate.open_unit_interval(delta, "delta", f"{_OWNER}.guarantee")
+        rho = self._budget * (1.0 + RTOL)
+        eps, order = _epsilons(rho, delta, self._accounting)
+        if self._accounting == "gdp":
+            accountant = "individual Gaussian-DP filter"
+            method = (
+                f"fully adaptive GDP filter (Smith & Thakurta 2022; individual form Koskela, Tobaben & Honkela "
+                f"2023): mu-GDP with mu = sqrt(2B) = {np.sqrt(2.0 * rho):.6g}, valid because every charge is a "
+                f"Gaussian release (rho = mu_t^2 / 2) chosen from past outputs; exact conversion "
+                f"(Dong, Roth & Su 2022, Cor 2.13)"
+            )
+            order_out = None
+        else:
+            accountant = "individual Renyi filter"
+            method = (
+                f"fully adaptive composition (Feldman & Zrnic 2021, Cor 3.3; Ind-KNN Thm 2.6): "
+                f"(alpha, alpha * {rho:.6g})-RDP, improved conversion (Balle et al. 2020, Thm 21)"
+            )
+            order_out = None if np.isnan(order) else float(order)
+        return PrivacyReport(
+            epsilon=float(eps),
+            delta=float(delta),
+            bound="upper bound",
+            relation=self.relation,
+            accountant=accountant,
+            method=method,
+            order=order_out,
+        )
+
+    def individual_epsilons(self, delta):
+        """Each record's epsilon at ``delta`` from its spend so far (float64 array; removed records included).
+
+        This is an *audit statistic*, not a released guarantee: the conversion of
+        ``(alpha, alpha * spent_i)``-RDP (or ``sqrt(2 spent_i)``-GDP), what record ``i`` would have under a
+        filter with budget ``spent_i``. Spends depend on the private data, so these numbers are themselves
+        sensitive (DESIGN.md rule 7); the proven guarantee for every record is :meth:`guarantee`. Monotone in
+        the spend; equal to the guarantee (up to ``RTOL``) at full spend.
+        """
+        delta = _validate.open_unit_interval(delta, "delta", f"{_OWNER}.individual_epsilons")
+        return _epsilons(self._spent, delta, self._accounting)[0]
+
+    # ------------------------------------------------------------ persistence
+    def state_dict(self):
+        """Plain numpy/python values that :meth:`from_state_dict` restores exactly (spends are never reset)."""
+        return {
+            "format": _STATE_FORMAT,
+            "version": _STATE_VERSION,
+            "budget": float(self._budget),
+            "accounting": self._accounting,
+            "rtol": RTOL,
+            "spent": self._spent.copy(),
+            "retired": self._retired.copy(),
+            "removed": self._removed.copy(),
+        }
+
+    @classmethod
+    def from_state_dict(cls, state):
+        """Rebuild a filter from :meth:`state_dict`; validates everything and never refreshes a budget.
+
+        Raises ``ValueError`` for a state that is malformed or inconsistent (negative, non-finite or over-budget
+        spends; a record at full spend that is not retired; arrays of different lengths; another format,
+        version or tolerance) and ``TypeError`` for wrong types.
+        """
+        owner = f"{_OWNER}.from_state_dict"
+        if not isinstance(state, dict):
+            raise TypeError(f"`state` of {owner} must be a dict; got {type(state).__name__}.")
+        missing = {"format", "version", "budget", "accounting", "rtol", "spent", "retired", "removed"} - set(state)
+        if missing:
+            raise ValueError(f"`state` of {owner} must have keys {sorted(missing)}; got {sorted(state)}.")
+        if state["format"] != _STATE_FORMAT or state["version"] != _STATE_VERSION:
+            raise ValueError(
+                f"`state` of {owner} must be format {_STATE_FORMAT!r} version {_STATE_VERSION}; "
+                f"got {state['format']!r} version {state['version']!r}."
+            )
+        if state["rtol"] != RTOL:
+            raise ValueError(f"`rtol` of {owner} must be {RTOL}; got {state['rtol']!r}.")
+        obj = cls(state["budget"], 0, accounting=state["accounting"])
+        spent = np.asarray(state["spent"])
+        retired = np.asarray(state["retired"])
+        removed = np.asarray(state["removed"])
+        if spent.dtype.kind not in "iuf":
+            raise TypeError(f"`spent` of {owner} must be real numbers; got {spent.dtype}.")
+        for name, arr in (("retired", retired), ("removed", removed)):
+            if arr.dtype != np.bool_:
+                raise TypeError(f"`{name}` of {owner} must be booleans; got {arr.dtype}.")
+        if spent.ndim != 1 or retired.shape != spent.shape or removed.shape != spent.shape:
+            raise ValueError(
+                f"`spent`, `retired`, `removed` of {owner} must be 1-d of one length; "
+                f"got shapes {spent.shape}, {retired.shape}, {removed.shape}."
+            )
+        spent = spent.astype(np.float64)
+        limit = obj._budget * (1.0 + RTOL)
+        bad = ~(np.isfinite(spent) & (spent >= 0) & (spent <= limit))
+        if bad.any():
+            raise ValueError(f"`spent` of {owner} must be in [0, budget * (1 + rtol)]; got {spent[bad][0]}.")
+        unretired = (spent >= obj._budget * (1.0 - RTOL)) & ~retired
+        if unretired.any():
+            raise ValueError(
+                f"`retired` of {owner} must be set for every record at full spend; "
+                f"got record {int(np.flatnonzero(unretired)[0])} unretired."
+            )
+        obj._spent, obj._retired, obj._removed = spent.copy(), retired.copy(), removed.copy()
+        return obj
+
+    def __repr__(self):
+        return (
+            f"IndividualRenyiFilter(budget={self._budget!r}, n_records={self.n_records}, "
+            f"accounting={self._accounting!r}, active={int(self.active.sum())})"
+        )
+
+
+def budget_for(epsilon, delta, *, accounting="rdp"):
+    """Largest budget ``B`` whose filter guarantee is (``epsilon``, ``delta``)-DP; it never overshoots.
+
+    The returned ``B`` satisfies ``IndividualRenyiFilter(B, accounting=...).guarantee(delta).epsilon <=
+    epsilon`` (the admission tolerance included), and is within about ``1e-11`` relative of the largest such
+    value.
+
+    Examples
+    --------
+    >>> b = budget_for(1.0, 1e-5)
+    >>> round(b, 6), IndividualRenyiFilter(b).guarantee(1e-5).epsilon <= 1.0
+    (0.030557, True)
+    """
+    owner = "budget_for"
+    epsilon = _validate.positive(epsilon, "epsilon", owner)
+    delta = _validate.open_unit_interval(delta, "delta", owner)
+    accounting = _accounting(accounting, owner)
+    rho = ic.gdp_budget(epsilon, delta) if accounting == "gdp" else ic.rdp_budget(epsilon, delta)
+    budget = rho / (1.0 + RTOL)
+    for _ in range(1000):
+        if float(_epsilons(budget * (1.0 + RTOL), delta, accounting)[0]) <= epsilon:
+            return budget
+        budget *= 1.0 - 1e-13
+    raise ValueError(f"no budget found for epsilon={epsilon}, delta={delta} ({accounting}).")  # pragma: no cover
