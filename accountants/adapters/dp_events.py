@@ -72,7 +72,8 @@ class KaryRandomizedResponse(Mechanism):
 
     Examples
     --------
-    >>> round(float(KaryRandomizedResponse(noise_parameter=0.5, num_buckets=4).rdp(float("inf"))), 12)  # log(a / b) = log 5
+    >>> m = KaryRandomizedResponse(noise_parameter=0.5, num_buckets=4)
+    >>> round(float(m.rdp(float("inf"))), 12)  # log(a / b) = log(0.625 / 0.125) = log 5
     1.609437912434
     """
 
@@ -81,7 +82,8 @@ class KaryRandomizedResponse(Mechanism):
 
     def __post_init__(self):
         owner = "KaryRandomizedResponse"
-        object.__setattr__(self, "noise_parameter", _validate.probability(self.noise_parameter, "noise_parameter", owner))
+        p = _validate.probability(self.noise_parameter, "noise_parameter", owner)
+        object.__setattr__(self, "noise_parameter", p)
         object.__setattr__(self, "num_buckets", _validate.positive_int(self.num_buckets, "num_buckets", owner))
 
     def _pair(self):
