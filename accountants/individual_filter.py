@@ -87,6 +87,13 @@ def _nonnegative_int(value, name, owner):
     return n
 
 
+def _scalar(value):
+    """0-d numpy arrays (what ``np.load`` returns for saved scalars) as python scalars; others unchanged."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    return value
+
+
 def _epsilons(rho, delta, accounting):
     """(epsilon, order) arrays for budgets ``rho`` (orders are nan for GDP)."""
     if accounting == "gdp":
@@ -327,6 +334,7 @@ class IndividualRenyiFilter:
         missing = {"format", "version", "budget", "accounting", "rtol", "spent", "retired", "removed"} - set(state)
         if missing:
             raise ValueError(f"`state` of {owner} must have keys {sorted(missing)}; got {sorted(state)}.")
+        state = {key: _scalar(value) for key, value in state.items()}  # 0-d arrays after np.savez / np.load
         if state["format"] != _STATE_FORMAT or state["version"] != _STATE_VERSION:
             raise ValueError(
                 f"`state` of {owner} must be format {_STATE_FORMAT!r} version {_STATE_VERSION}; "
