@@ -1,0 +1,462 @@
+"""Ind-KNN: kernelized nearest neighbours with an individual Renyi filter (Ind-KNN Algorithm 3, Sec 3.1).
+
+Every private record ``i`` has a budget ``B`` (``budget_for(epsilon, delta)``: the largest ``B`` such that
+``(alpha, alpha * B)``-RDP at every order converts to (epsilon, delta)-DP) and a remaining budget ``z_i``. Queries
+are answered in order; for query ``q_t`` (Algorithm 3; the clipping as intended, papers/README.md):
+
+1. *select* the active records (neither retired nor removed) with ``kappa(x_i, q_t) >= tau``; the decision
+   depends on record ``i``, the query and ``i``'s own budget only (Thm 3.1 proof);
+2. *noisy count*: each selected record contributes ``c_i = min(1, sigma1 * sqrt(2 z_i))`` to
+   ``sum_i c_i + N(0, sigma1^2)``, an individual Gaussian charge ``c_i^2 / (2 sigma1^2)`` (Lemma 2.5), at most
+   ``z_i``: a record whose budget cannot pay the full ``1 / (2 sigma1^2)`` pays exactly what is left, contributes
+   the clipped ``c_i`` and is retired (DESIGN.md rule 3); ``K_t = max(noisy count, min_count)`` (supplement
+   Sec 3: the floor at 30);
+3. *kernel-weighted vote*: ``f_i = min(kappa_i, sigma2 * sqrt(2 K_t z_i))`` on the one-hot label, an individual
+   charge ``f_i^2 / (2 sigma2^2 K_t) <= z_i`` (Lemma 3.1); a clipped record pays what is left and is retired;
+4. release ``argmax_j (sum_i f_i e_{y_i} + N(0, sigma2^2 K_t I_c))_j``.
+
+Charges are made in the filter before the release (rule 3). A query with no selected record still releases the
+argmax of pure noise (rule 1): every query draws the same ``1 + c`` standard normals whatever the data. By fully
+adaptive composition (Feldman & Zrnic 2021, Cor 3.3; Ind-KNN Thm 2.6 and Thm 3.2) the whole interaction is
+``(alpha, alpha * B)``-RDP for every record and every order, however many queries are answered
+(:meth:`IndKNNClassifier.privacy_report`). Unselected records are charged exactly zero.
+
+*Prediction reuse* (Sec 3.1): released (query, label) pairs are public; with ``reuse_predictions=True`` each later
+query adds ``kappa(q_s, q_t) e_{a_s}`` for previous queries with ``kappa >= tau`` to its votes and their number to
+its count, never charged (post-processing of releases). *LSH* (supplement Algorithm 1): candidates are the union
+of the query's buckets in ``lsh_tables`` tables of ``lsh_bits`` random hyperplanes drawn from the classifier's
+generator (public randomness; :class:`predict.neighbours.LSHSearch`).
+
+Kernel values of a block of queries come from one float32 matrix product, reduced to sparse pairs above ``tau``
+(:mod:`predict.neighbours`); the sequential budget loop runs over those pairs only. The noise of query ``t`` is
+the ``t``-th group of ``1 + c`` draws of one generator, so blocking does not change any output.
+
+The generator is numpy's PCG64 seeded from ``random_state``: it is **not cryptographically secure**; a
+deployment facing an adversary who could predict the noise needs a secure source (DESIGN.md rule 9).
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = np.vstack([rng.normal([3, 0], 0.3, (100, 2)), rng.normal([0, 3], 0.3, (100, 2))])
+>>> y = np.repeat([0, 1], 100)
+>>> clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.9, sigma2=0.2, n_queries=10, random_state=0)
+>>> clf.fit(X, y).predict([[1.0, 0.05], [0.05, 1.0]]).tolist()
+[0, 1]
+>>> round(clf.privacy_report(1e-5).epsilon, 6) <= 1.0
+True
+"""
+
+import functools
+import math
+import numbers
+
+import numpy as np
+import torch
+
+from accountants import individual_conversions as _conv
+from accountants.individual_filter import IndividualRenyiFilter, budget_for
+from predict._common import check_features, check_fitted, check_labels
+from predict.neighbours import ExactSearch, LSHSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
+
+__all__ = ["IndKNNClassifier"]
+
+_OWNER = "IndKNNClassifier"
+#: Unclipped charges are rounded up by this relative amount, so the recorded charge is never below the true one.
+_CHARGE_UP = 1.0 + 1e-14
+#: Clipped contributions are shrunk by this relative amount, so their true charge stays below what is left.
+_SHRINK = 1.0 - 1e-9
+_STATE_FORMAT = "dpledger.IndKNNClassifier"
+_PARAMS = (
+    "epsilon", "delta", "kernel", "nu", "tau", "sigma2", "sigma1", "n_queries", "min_count", "reuse_predictions",
+    "search", "lsh_tables", "lsh_bits", "block_size", "accounting", "n_classes", "random_state",
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _budget(epsilon, delta, accounting):
+    """``budget_for`` (a pure function of its arguments, costly to evaluate) cached by value."""
+    return budget_for(epsilon, delta, accounting=accounting)
+
+
+def _real(value, name, *, lo=0.0, lo_open=True, hi=math.inf):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` of {_OWNER} must be a real number; got {type(value).__name__} {value!r}.")
+    v = float(value)
+    ok = (v > lo if lo_open else v >= lo) and v < hi and math.isfinite(v)
+    if not ok:
+        interval = f"{'(' if lo_open else '['}{lo}, {hi})"
+        raise ValueError(f"`{name}` of {_OWNER} must be in {interval}; got {value}.")
+    return v
+
+
+def _int(value, name, lo=1):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < lo:
+        raise ValueError(f"`{name}` of {_OWNER} must be an integer >= {lo}; got {value!r}.")
+    return int(value)
+
+
+def _seed_sequence(random_state):
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(int(random_state.integers(0, 2**63)))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise ValueError(f"`random_state` of {_OWNER} must be non-negative; got {random_state}.")
+        return np.random.SeedSequence(int(random_state))
+    raise TypeError(
+        f"`random_state` of {_OWNER} must be None, an int, a SeedSequence or a Generator; "
+        f"got {type(random_state).__name__}."
+    )
+
+
+class IndKNNClassifier:
+    """Ind-KNN (Ind-KNN Algorithm 3) with prediction reuse and LSH search; see the module docstring.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Target guarantee; every record gets the budget ``B = budget_for(epsilon, delta)``.
+    kernel : {"cosine", "rbf"}, default "cosine"
+    nu : float, optional
+        RBF bandwidth (``kappa = exp(-|x - q|^2 / nu^2)``); the paper uses ``e^1.5``.
+    tau : float in (0, 1], default 0.5
+        Selection threshold on the kernel value.
+    sigma2 : float, default 1.0
+        Vote noise scale: the vote noise has variance ``sigma2^2 K_t``.
+    sigma1 : float, optional
+        Count noise standard deviation; default ``sqrt(n_queries / (6 B))`` (supplement Sec 3).
+    n_queries : int, default 1000
+        Planned number of queries, used only for the default ``sigma1``; it does not limit anything and the
+        guarantee does not depend on it.
+    min_count : float, default 30
+        Floor of ``K_t`` (supplement Sec 3).
+    reuse_predictions : bool, default False
+        Let released (query, label) pairs vote in later queries (Sec 3.1), uncharged.
+    search : {"exact", "lsh"}, default "exact"
+    lsh_tables, lsh_bits : int, default 30, 8
+        Ind-KNN-Hash tables and hyperplanes per table.
+    block_size : int, optional
+        Queries per matrix product (default 256 exact, 2048 LSH). Does not change any output.
+    accounting : {"rdp", "gdp"}, default "rdp"
+        The filter's theorem (:class:`accountants.individual_filter.IndividualRenyiFilter`).
+    n_classes : int, optional
+        Number of classes (labels are ``0..n_classes-1``); default ``max(y) + 1``, in which case the label set
+        is treated as public knowledge.
+    random_state : None, int, SeedSequence or Generator
+        Seeds the noise and the LSH hyperplanes (not cryptographically secure).
+    """
+
+    def __init__(self, epsilon=1.0, delta=1e-5, *, kernel="cosine", nu=None, tau=0.5, sigma2=1.0, sigma1=None,
+                 n_queries=1000, min_count=30, reuse_predictions=False, search="exact", lsh_tables=30, lsh_bits=8,
+                 block_size=None, accounting="rdp", n_classes=None, random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.kernel = kernel
+        self.nu = nu
+        self.tau = tau
+        self.sigma2 = sigma2
+        self.sigma1 = sigma1
+        self.n_queries = n_queries
+        self.min_count = min_count
+        self.reuse_predictions = reuse_predictions
+        self.search = search
+        self.lsh_tables = lsh_tables
+        self.lsh_bits = lsh_bits
+        self.block_size = block_size
+        self.accounting = accounting
+        self.n_classes = n_classes
+        self.random_state = random_state
+
+    def get_params(self, deep=True):
+        """Hyper-parameters as a dict (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in _PARAMS}
+
+    # -------------------------------------------------------------------------------------------------- fit
+    def _validate_params(self):
+        _real(self.epsilon, "epsilon")
+        _real(self.delta, "delta", hi=1.0)
+        _check_kernel(self.kernel, self.nu, _OWNER)
+        _check_tau(self.tau, _OWNER)
+        _real(self.sigma2, "sigma2")
+        if self.sigma1 is not None:
+            _real(self.sigma1, "sigma1")
+        _int(self.n_queries, "n_queries")
+        _real(self.min_count, "min_count")
+        if not isinstance(self.reuse_predictions, (bool, np.bool_)):
+            raise TypeError(f"`reuse_predictions` of {_OWNER} must be a bool; got {self.reuse_predictions!r}.")
+        if self.search not in ("exact", "lsh"):
+            raise ValueError(f"`search` of {_OWNER} must be one of ['exact', 'lsh']; got {self.search!r}.")
+        _int(self.lsh_tables, "lsh_tables")
+        _int(self.lsh_bits, "lsh_bits")
+        if self.block_size is not None:
+            _int(self.block_size, "block_size")
+        if self.n_classes is not None:
+            _int(self.n_classes, "n_classes")
+        if self.accounting not in ("rdp", "gdp"):
+            raise ValueError(f"`accounting` of {_OWNER} must be one of ['rdp', 'gdp']; got {self.accounting!r}.")
+
+    def fit(self, X, y):
+        """Store the private records with fresh budgets ``B``; returns self."""
+        self._validate_params()
+        X = check_features(X, "X", f"{_OWNER}.fit")
+        y, n_classes = check_labels(y, X.shape[0], f"{_OWNER}.fit", num_classes=self.n_classes)
+        seeds = _seed_sequence(self.random_state).spawn(2)
+        self.budget_ = _budget(float(self.epsilon), float(self.delta), self.accounting)
+        self.sigma1_ = float(self.sigma1) if self.sigma1 is not None else math.sqrt(self.n_queries / (6 * self.budget_))
+        self.n_classes_ = n_classes
+        self.n_features_in_ = X.shape[1]
+        self.y_ = y.copy()
+        block = self.block_size or (2048 if self.search == "lsh" else 256)
+        if self.search == "lsh":
+            self.search_ = LSHSearch(X, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
+                                     bits=self.lsh_bits, rng=np.random.Generator(np.random.PCG64(seeds[1])))
+        else:
+            self.search_ = ExactSearch(X, kernel=self.kernel, nu=self.nu, block_size=block)
+        self.filter_ = IndividualRenyiFilter(self.budget_, X.shape[0], accounting=self.accounting)
+        self._rng = np.random.Generator(np.random.PCG64(seeds[0]))
+        self._public_X = np.zeros((0, X.shape[1]), dtype=np.float32)
+        self._public_y = np.zeros(0, dtype=np.int64)
+        self._median_spend = np.zeros((0, 2))
+        self._sorted_spend = np.zeros(X.shape[0])
+        self._log = []
+        self.n_queries_ = 0
+        self.n_answered_ = 0
+        return self
+
+    # ---------------------------------------------------------------------------------------------- predict
+    def predict(self, Q):
+        """Labels for the queries, answered in order (budgets evolve query by query); int64, never abstains."""
+        check_fitted(self, ["filter_"])
+        Q = check_features(Q, "Q", f"{_OWNER}.predict", n_features=self.n_features_in_, allow_empty=True)
+        out = np.empty(Q.shape[0], dtype=np.int64)
+        tq_all = self.search_.prepare_queries(Q)
+        bs = self.search_.block_size
+        for s in range(0, Q.shape[0], bs):
+            tq = tq_all[s:s + bs]
+            pairs = self.search_._pairs_prepared(tq, float(self.tau))
+            pub = self._public_pairs(tq) if self.reuse_predictions else None
+            noise = self._rng.standard_normal((tq.shape[0], 1 + self.n_classes_))
+            for t in range(tq.shape[0]):
+                idx, kap = pairs.query(t)
+                pub_count, pub_votes = 0, None
+                if pub is not None:
+                    pub_count, pub_votes = self._public_votes(pub, t, out[s:s + t])
+                out[s + t] = self._answer(idx, kap, noise[t], pub_count, pub_votes)
+            if self.reuse_predictions:
+                self._public_X = np.concatenate([self._public_X, tq.numpy()])
+                self._public_y = np.concatenate([self._public_y, out[s:s + tq.shape[0]]])
+        return out
+
+    def _public_pairs(self, tq):
+        """Kernel values of the block's queries to earlier public points and to earlier queries of the block."""
+        P = torch.from_numpy(np.ascontiguousarray(np.concatenate([self._public_X, tq.numpy()])))
+        K = kernel_matrix(tq, P, kernel=self.kernel, nu=self.nu).numpy().astype(np.float64)
+        return K
+
+    def _public_votes(self, K, t, block_labels):
+        n_prev = self._public_y.shape[0]
+        row = K[t, :n_prev + t]
+        sel = row >= self.tau
+        labels = np.concatenate([self._public_y, block_labels[:t]])[sel]
+        votes = np.bincount(labels, weights=row[sel], minlength=self.n_classes_)
+        return int(sel.sum()), votes
+
+    def _answer(self, idx, kap, noise, pub_count, pub_votes):
+        """One query of Algorithm 3 on its selected pairs; charges the filter, then releases the argmax."""
+        f = self.filter_
+        B = self.budget_
+        spent = f.spent
+        keep = f.active[idx]
+        idx, kap = idx[keep], kap[keep]
+        old = spent[idx]
+        z = np.maximum(B - old, 0.0)
+        # Noisy count: contribution c_i, charge c_i^2 / (2 sigma1^2), clipped to what is left (rule 3).
+        s1 = self.sigma1_
+        base = _CHARGE_UP / (2.0 * s1 * s1)
+        clip1 = z < base
+        c = np.where(clip1, s1 * np.sqrt(2.0 * z) * _SHRINK, 1.0)
+        charge1 = np.where(clip1, z, base)
+        ok1 = f.charge(idx, charge1) if idx.size else np.zeros(0, dtype=bool)
+        count = float(np.dot(c, ok1)) + pub_count + s1 * noise[0]
+        K = max(count, float(self.min_count))
+        # Kernel-weighted vote: f_i = min(kappa_i, sigma2 sqrt(2 K z_i)), charge f_i^2 / (2 sigma2^2 K).
+        z2 = np.where(ok1, np.maximum(B - (old + charge1), 0.0), 0.0)
+        s2 = self.sigma2
+        raw = kap * kap * (_CHARGE_UP / (2.0 * s2 * s2 * K))
+        clip2 = raw >= z2
+        w = np.where(clip2, s2 * np.sqrt(2.0 * K * z2) * _SHRINK, kap)
+        charge2 = np.where(clip2, z2, raw)
+        live = ok1 & ~clip1
+        ok2 = np.zeros(idx.size, dtype=bool)
+        if live.any():
+            ok2[live] = f.charge(idx[live], charge2[live])
+        w = np.where(ok2, w, 0.0)
+        done = (ok1 & clip1) | (ok2 & clip2)
+        if done.any():
+            f.retire(idx[done])
+        votes = np.bincount(self.y_[idx], weights=w, minlength=self.n_classes_)
+        if pub_votes is not None:
+            votes = votes + pub_votes
+        votes = votes + (s2 * math.sqrt(K)) * noise[1:]
+        if not np.isfinite(votes).all():  # rule 4: never reached for finite inputs; refuse rather than leak
+            raise FloatingPointError("Ind-KNN votes are not finite; refusing to release an argmax.")
+        new = np.where(ok1, old + charge1, old)  # the filter's own arithmetic, so the audit matches it exactly
+        self._log.append((idx, old, np.where(ok2, new + charge2, new)))
+        self.n_queries_ += 1
+        self.n_answered_ += 1
+        return int(np.argmax(votes))
+
+    # ------------------------------------------------------------------------------------------- the audit
+    def _flush(self):
+        """Replay the logged charges of the queries since the last flush into the median-spend history.
+
+        The audit is computed on demand (and before any data change), not in the query loop: each logged query
+        replaces its records' old spends by their new ones in the sorted spends of the present records, then
+        records the two middle spends (lo, hi).
+        """
+        if not self._log:
+            return
+        s = self._sorted_spend
+        mids = np.empty((len(self._log), 2))
+        for k, (idx, old, new) in enumerate(self._log):
+            changed = new != old
+            if changed.any():
+                s = _replace_sorted(s, old[changed], new[changed])
+            n = s.shape[0]
+            mids[k] = (s[(n - 1) // 2], s[n // 2]) if n else (0.0, 0.0)
+        self._sorted_spend = s
+        self._median_spend = np.concatenate([self._median_spend, mids])
+        self._log = []
+
+    def median_epsilon_history(self, delta):
+        """Median individual epsilon (over present records) after each query so far (the paper's Figure 3b).
+
+        An audit statistic computed from data-dependent spends (rule 7), not a guarantee; see
+        :meth:`individual_epsilons`. Epsilon is monotone in the spend, so the median epsilon is the conversion
+        of the middle spend (the mean of the two middle conversions for an even number of records).
+        """
+        check_fitted(self, ["filter_"])
+        self._flush()
+        m = self._median_spend
+        if m.shape[0] == 0:
+            return np.zeros(0)
+        conv = _conv.gdp_epsilon if self.accounting == "gdp" else (lambda r, d: _conv.rdp_epsilon(r, d)[0])
+        eps = conv(m.reshape(-1), delta).reshape(m.shape)
+        return eps.mean(axis=1)
+
+    def individual_epsilons(self, delta):
+        """Each record's epsilon at ``delta`` from its spend so far (audit statistic; see the filter)."""
+        check_fitted(self, ["filter_"])
+        return self.filter_.individual_epsilons(delta)
+
+    def privacy_report(self, delta):
+        """The proven guarantee of every record from the budget ``B``; independent of the number of queries."""
+        check_fitted(self, ["filter_"])
+        return self.filter_.guarantee(delta)
+
+    @property
+    def n_retired_(self):
+        """Records whose budget is exhausted."""
+        check_fitted(self, ["filter_"])
+        return int(self.filter_.retired.sum())
+
+    # ------------------------------------------------------------------------------------------ data changes
+    def add(self, X, y):
+        """Add private records with fresh budgets; returns their indices."""
+        check_fitted(self, ["filter_"])
+        X = check_features(X, "X", f"{_OWNER}.add", n_features=self.n_features_in_, allow_empty=True)
+        y, _ = check_labels(y, X.shape[0], f"{_OWNER}.add", num_classes=self.n_classes_)
+        prepare_points(X, self.kernel, owner=f"{_OWNER}.add")  # validate before changing anything
+        self._flush()
+        self.search_.add(X)
+        new = self.filter_.add(X.shape[0])
+        self.y_ = np.concatenate([self.y_, y])
+        self._sorted_spend = np.concatenate([np.zeros(X.shape[0]), self._sorted_spend])
+        return new.astype(np.int64)
+
+    def remove(self, indices):
+        """Remove records (a deletion request): they never contribute again; their spend is kept in the audit."""
+        check_fitted(self, ["filter_"])
+        self._flush()
+        before = self.filter_.removed
+        self.filter_.remove(indices)  # validates the indices
+        gone = np.flatnonzero(self.filter_.removed & ~before)
+        if gone.size:
+            spent = self.filter_.spent[gone]
+            self._sorted_spend = _replace_sorted(self._sorted_spend, spent, None)
+
+    # ------------------------------------------------------------------------------------------ persistence
+    def state_dict(self):
+        """Everything needed to continue exactly where this classifier is: data, budgets, generator, history."""
+        check_fitted(self, ["filter_"])
+        self._flush()
+        return {
+            "format": _STATE_FORMAT,
+            "params": self.get_params(),
+            "X": self.search_.points.copy(),
+            "y": self.y_.copy(),
+            "n_classes": self.n_classes_,
+            "budget": self.budget_,
+            "sigma1": self.sigma1_,
+            "filter": self.filter_.state_dict(),
+            "rng": self._rng.bit_generator.state,
+            "hyperplanes": self.search_.hyperplanes.copy() if isinstance(self.search_, LSHSearch) else None,
+            "public_X": self._public_X.copy(),
+            "public_y": self._public_y.copy(),
+            "median_spend": self._median_spend.copy(),
+            "n_queries": self.n_queries_,
+            "n_answered": self.n_answered_,
+        }
+
+    def load_state_dict(self, state):
+        """Restore :meth:`state_dict` (hyper-parameters included); no budget is refreshed. Returns self."""
+        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+            raise ValueError(f"`state` of {_OWNER}.load_state_dict must come from state_dict(); got another object.")
+        for name, value in state["params"].items():
+            setattr(self, name, value)
+        self._validate_params()
+        filt = IndividualRenyiFilter.from_state_dict(state["filter"])
+        X = np.asarray(state["X"], dtype=np.float32)
+        if filt.n_records != X.shape[0] or np.asarray(state["y"]).shape != (X.shape[0],):
+            raise ValueError(f"`state` of {_OWNER}.load_state_dict has records, labels and budgets of different sizes.")
+        block = self.block_size or (2048 if self.search == "lsh" else 256)
+        if self.search == "lsh":
+            search = LSHSearch(X, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
+                               bits=self.lsh_bits, rng=np.random.default_rng(0))
+            search._planes = np.ascontiguousarray(state["hyperplanes"], dtype=np.float32)
+            search._tplanes = torch.from_numpy(search._planes)
+            search._build()
+        else:
+            search = ExactSearch(X, kernel=self.kernel, nu=self.nu, block_size=block)
+        rng = np.random.Generator(np.random.PCG64())
+        rng.bit_generator.state = state["rng"]
+        self.search_, self.filter_, self._rng = search, filt, rng
+        self.y_ = np.asarray(state["y"], dtype=np.int64).copy()
+        self.n_classes_ = int(state["n_classes"])
+        self.n_features_in_ = X.shape[1]
+        self.budget_ = float(state["budget"])
+        self.sigma1_ = float(state["sigma1"])
+        self._public_X = np.asarray(state["public_X"], dtype=np.float32).copy()
+        self._public_y = np.asarray(state["public_y"], dtype=np.int64).copy()
+        self._median_spend = np.asarray(state["median_spend"], dtype=np.float64).copy()
+        self._sorted_spend = np.sort(filt.spent[~filt.removed])
+        self._log = []
+        self.n_queries_ = int(state["n_queries"])
+        self.n_answered_ = int(state["n_answered"])
+        return self
+
+
+def _replace_sorted(s, old, new):
+    """Sorted multiset ``s`` with the values ``old`` (each present) replaced by ``new`` (or deleted if None)."""
+    o = np.sort(old)
+    first = np.searchsorted(o, o, side="left")
+    pos = np.searchsorted(s, o, side="left") + (np.arange(o.size) - first)
+    s = np.delete(s, pos)
+    if new is None:
+        return s
+    n = np.sort(new)
+    return np.insert(s, np.searchsorted(s, n, side="left"), n)
