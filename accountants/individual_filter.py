@@ -138,6 +138,12 @@ class IndividualRenyiFilter:
         self._spent = np.zeros(n, dtype=np.float64)
         self._retired = np.zeros(n, dtype=bool)
         self._removed = np.zeros(n, dtype=bool)
+        self._sync()
+
+    def _sync(self):
+        """Recompute the cached ``active`` mask and ``remaining`` array from spends and flags."""
+        self._active = ~(self._retired | self._removed)
+        self._remaining = np.where(self._active, np.maximum(self._budget - self._spent, 0.0), 0.0)
 
     # ------------------------------------------------------------------ state
     @property
@@ -160,7 +166,7 @@ class IndividualRenyiFilter:
     @property
     def remaining(self):
         """``max(B - spent, 0)`` for active records, 0 for retired or removed ones (a copy)."""
-        return np.where(self.active, np.maximum(self._budget - self._spent, 0.0), 0.0)
+        return self._remaining.copy()
 
     @property
     def retired(self):
@@ -173,7 +179,7 @@ class IndividualRenyiFilter:
     @property
     def active(self):
         """Neither retired nor removed: the records that may still be charged."""
-        return ~(self._retired | self._removed)
+        return self._active.copy()
 
     # ------------------------------------------------------------- validation
     def _indices(self, indices, method):
@@ -226,23 +232,30 @@ class IndividualRenyiFilter:
         amt = self._amounts(amounts, idx.size)
         if idx.size == 0:
             return np.zeros(0, dtype=bool)
-        if np.unique(idx).size != idx.size:
+        ordered = np.sort(idx)
+        if (ordered[1:] == ordered[:-1]).any():
             raise ValueError(f"`indices` of {_OWNER}.charge must be distinct; got a repeated index.")
         if self._removed[idx].any():
             raise ValueError(
                 f"`indices` of {_OWNER}.charge must not be removed records; got {idx[self._removed[idx]][0]}."
             )
         new_spent = self._spent[idx] + amt
-        admitted = ~self._retired[idx] & (new_spent <= self._budget * (1.0 + RTOL))
+        admitted = self._active[idx] & (new_spent <= self._budget * (1.0 + RTOL))
         target = idx[admitted]
-        self._spent[target] = new_spent[admitted]
-        self._retired[target] |= self._spent[target] >= self._budget * (1.0 - RTOL)
+        spent = new_spent[admitted]
+        done = spent >= self._budget * (1.0 - RTOL)
+        self._spent[target] = spent
+        self._retired[target[done]] = True
+        self._active[target[done]] = False
+        self._remaining[target] = np.where(done, 0.0, np.maximum(self._budget - spent, 0.0))
         return admitted
 
     def retire(self, indices):
         """Retire records (they are never admitted again); retiring twice or a removed record is harmless."""
         idx = self._indices(indices, "retire")
         self._retired[idx] = True
+        self._active[idx] = False
+        self._remaining[idx] = 0.0
 
     def add(self, n):
         """Append ``n`` records with fresh budgets; return their indices."""
@@ -251,12 +264,16 @@ class IndividualRenyiFilter:
         self._spent = np.concatenate((self._spent, np.zeros(n)))
         self._retired = np.concatenate((self._retired, np.zeros(n, dtype=bool)))
         self._removed = np.concatenate((self._removed, np.zeros(n, dtype=bool)))
+        self._active = np.concatenate((self._active, np.ones(n, dtype=bool)))
+        self._remaining = np.concatenate((self._remaining, np.full(n, self._budget)))
         return np.arange(start, start + n, dtype=np.intp)
 
     def remove(self, indices):
         """Mark records as removed (a deletion request): never charged or admitted again; their spend is kept."""
         idx = self._indices(indices, "remove")
         self._removed[idx] = True
+        self._active[idx] = False
+        self._remaining[idx] = 0.0
 
     # ---------------------------------------------------------------- getters
     def guarantee(self, delta):
@@ -368,6 +385,7 @@ class IndividualRenyiFilter:
                 f"got record {int(np.flatnonzero(unretired)[0])} unretired."
             )
         obj._spent, obj._retired, obj._removed = spent.copy(), retired.copy(), removed.copy()
+        obj._sync()
         return obj
 
     def __repr__(self):
