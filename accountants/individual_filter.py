@@ -33,10 +33,15 @@ the query, public data and record ``i`` (selection by a fixed threshold on ``kap
 filter keeps ``sum_t (mu_t^(i))^2 = 2 * sum_t rho_t^(i) <= 2B``. Then the interaction is ``mu``-GDP with
 ``mu = sqrt(2B)``, converted exactly: ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``
 (Dong, Roth & Su 2022, Cor 2.13). Charges that are only zCDP-like (an RDP curve ``alpha * rho`` without a
-Gaussian trade-off) are *not* covered: use ``"rdp"`` for them. Theorem numbers for the two GDP papers could
-not be checked against their full text here; the statements above are those of their abstracts and
+Gaussian trade-off) are *not* covered: use ``"rdp"`` for them. Nor is a "natural" filter that composes
+whole trade-off curves: that one is invalid in general (Tran, Koskela, Raisa & Honkela 2026,
+arXiv:2602.06756); the GDP-parameter filter used here is the case those works treat as valid (Gaussian
+trade-off curves are totally ordered and closed under composition). Theorem numbers of the two GDP papers
+could not be checked against their full text here; the statements above are those of their abstracts and
 introductions (Smith & Thakurta: "a filter for this privacy concept that simply sums the squares of privacy
-budgets and compares them to a threshold").
+budgets and compares them to a threshold"). ``tests/accountants/test_individual_filter.py`` checks the
+theorem numerically on adaptive two-step Gaussian interactions (exact hockey-stick divergences) and checks
+that the same computation detects an over-spent filter.
 
 Tolerance
 ---------
