@@ -14,7 +14,7 @@ Two kinds of budget ``rho`` (a "Gaussian individual charge"; Ind-KNN Lemma 2.5, 
   it returns is a valid upper bound (only tightness depends on it). Bretagnolle & Huber (1979): ``delta >= sqrt(1 - exp(-rho))``
   (total variation bound from ``KL <= rho``) gives ``epsilon = 0``.
 
-* **GDP**: ``mu``-GDP with ``mu = sqrt(2 rho)``, converted exactly (Dong, Roth & Su 2022, Cor 2.13; Balle &
+* **GDP**: ``mu``-GDP with ``mu = sqrt(2 rho)``, converted exactly (Dong, Roth & Su 2019, Cor 2.13; Balle &
   Wang 2018, Thm 8)::
 
       delta(epsilon) = Phi(-epsilon/mu + mu/2) - exp(epsilon) * Phi(-epsilon/mu - mu/2),
@@ -126,7 +126,7 @@ def rdp_budget(epsilon, delta):
 
 
 def gdp_log_delta(mu, epsilon):
-    """``log delta(epsilon)`` of ``mu``-GDP (exact; Dong, Roth & Su 2022, Cor 2.13), vectorised, ``mu > 0``.
+    """``log delta(epsilon)`` of ``mu``-GDP (exact; Dong, Roth & Su 2019, Cor 2.13), vectorised, ``mu > 0``.
 
     ``log Phi(a) + log1p(-exp(epsilon + log Phi(b) - log Phi(a)))`` with ``a = -epsilon/mu + mu/2`` and
     ``b = a - mu``; the exponent is lowered by a bound on its rounding error, so the value is an upper bound

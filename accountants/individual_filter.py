@@ -32,7 +32,7 @@ the query, public data and record ``i`` (selection by a fixed threshold on ``kap
 ``i``'s own remaining budget), so it is the same function of the history with or without ``i``; (3) the
 filter keeps ``sum_t (mu_t^(i))^2 = 2 * sum_t rho_t^(i) <= 2B``. Then the interaction is ``mu``-GDP with
 ``mu = sqrt(2B)``, converted exactly: ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``
-(Dong, Roth & Su 2022, Cor 2.13). Charges that are only zCDP-like (an RDP curve ``alpha * rho`` without a
+(Dong, Roth & Su 2019, Cor 2.13). Charges that are only zCDP-like (an RDP curve ``alpha * rho`` without a
 Gaussian trade-off) are *not* covered: use ``"rdp"`` for them. Nor is a "natural" filter that composes
 whole trade-off curves: that one is invalid in general (Tran, Koskela, Raisa & Honkela 2026,
 arXiv:2602.06756); the GDP-parameter filter used here is the case those works treat as valid (Gaussian
@@ -296,7 +296,7 @@ class IndividualRenyiFilter:
                 f"fully adaptive GDP filter (Smith & Thakurta 2022; individual form Koskela, Tobaben & Honkela "
                 f"2023): mu-GDP with mu = sqrt(2B) = {np.sqrt(2.0 * rho):.6g}, valid because every charge is a "
                 f"Gaussian release (rho = mu_t^2 / 2) chosen from past outputs; exact conversion "
-                f"(Dong, Roth & Su 2022, Cor 2.13)"
+                f"(Dong, Roth & Su 2019, Cor 2.13)"
             )
             order_out = None
         else:
