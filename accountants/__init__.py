@@ -18,3 +18,6 @@ __all__ = [
 from accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
 
 __all__ += ["calibrate", "calibrate_gaussian_sigma", "calibrate_laplace_scale"]
+from accountants.individual_filter import IndividualRenyiFilter, budget_for
+
+__all__ += ["IndividualRenyiFilter", "budget_for"]
