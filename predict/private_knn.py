@@ -184,7 +184,7 @@ class PrivateKNNClassifier(BaseEstimator):
         y : array_like of shape (n,)
             Private labels, integers in ``[0, num_classes)``.
         """
-        k, p, threshold, sigma_screen, sigma_vote, metric, num_classes, _ = self._checked_params()
+        k, p, threshold, sigma_screen, sigma_vote, metric, num_classes, block_size = self._checked_params()
         X = check_features(X, "X", f"{_OWNER}.fit")
         labels, c = check_labels(y, X.shape[0], f"{_OWNER}.fit", num_classes=num_classes)
         c = max(c, 2)
@@ -207,6 +207,8 @@ class PrivateKNNClassifier(BaseEstimator):
             self._rng = np.random.default_rng(self.random_state)
         self._reference = reference
         self._labels = labels
+        # predict uses these, the values the charged mechanisms were built from: set_params takes effect at fit.
+        self._params = (k, p, threshold, sigma_screen, sigma_vote, block_size)
         self.num_classes_ = c
         self.n_features_in_ = X.shape[1]
         self.screening_mechanism_ = screening
@@ -217,7 +219,9 @@ class PrivateKNNClassifier(BaseEstimator):
     def predict(self, Q):
         """Release one label per query, :data:`~predict._common.ABSTAIN` (-1) where the screen failed.
 
-        The releases are charged to :attr:`accountant_` before the labels are returned.
+        The releases are charged to :attr:`accountant_` before the labels are returned. Hyper-parameters are
+        those of the last ``fit`` (``set_params`` takes effect at the next ``fit``), so what is run is exactly
+        what is charged.
 
         Parameters
         ----------
@@ -230,7 +234,7 @@ class PrivateKNNClassifier(BaseEstimator):
         """
         check_fitted(self, ("accountant_", "_reference"))
         owner = f"{_OWNER}.predict"
-        k, p, threshold, sigma_screen, sigma_vote, _, _, block_size = self._checked_params()
+        k, p, threshold, sigma_screen, sigma_vote, block_size = self._params
         Q = check_features(Q, "Q", owner, n_features=self.n_features_in_, allow_empty=True)
         check_rows(Q, self._reference.metric, "Q", owner)
         m = Q.shape[0]
@@ -251,9 +255,11 @@ class PrivateKNNClassifier(BaseEstimator):
 
     def _draw(self, b, k, p, c, sigma_screen, sigma_vote):
         """All randomness of a block of ``b`` queries, drawn before any data is read (fixed amount per query)."""
-        rng = self._rng
-        ranks_screen = np.cumsum(rng.geometric(p, size=(b, k)), axis=1)  # 1-based ranks of kept records
-        ranks_vote = np.cumsum(rng.geometric(p, size=(b, k)), axis=1)  # fresh subsample for aggregation
+        rng, cap = self._rng, self._reference.n + 1
+        # 1-based ranks of the kept records; a gap beyond n already puts every later rank beyond n, so capping
+        # the gaps at n + 1 changes no rank <= n and keeps the sums far from int64 overflow (tiny p).
+        ranks_screen = np.cumsum(np.minimum(rng.geometric(p, size=(b, k)), cap), axis=1)
+        ranks_vote = np.cumsum(np.minimum(rng.geometric(p, size=(b, k)), cap), axis=1)  # fresh subsample
         noise_screen = rng.normal(0.0, sigma_screen, size=b)
         noise_vote = rng.normal(0.0, sigma_vote, size=(b, c))
         return ranks_screen, ranks_vote, noise_screen, noise_vote
@@ -313,10 +319,11 @@ class PrivateKNNClassifier(BaseEstimator):
 def nearest_order(distances, depth):
     """Indices of the ``depth`` nearest records per row, nearest first, exact ties broken by record index.
 
-    ``torch.topk`` finds the ``depth`` smallest distances; within them a stable sort orders equal distances by
-    index, and a row whose ``depth``-th distance is shared with a record left out (a tie across the cut) is
-    re-ranked by a full stable sort. The result is the first ``depth`` entries of the total order
-    (distance, index).
+    ``torch.topk`` finds the ``depth + 1`` smallest distances (their values are exact; only which of several
+    equal ones it returns is unspecified); a stable sort orders them by (distance, index). When the ``depth``-th
+    and ``(depth + 1)``-th smallest distances differ, the first ``depth`` of them are exactly the records below
+    the cut, in the right order. A row where they are equal (a tie across the cut) is re-ranked by a full
+    stable sort. The result is the first ``depth`` entries of the total order (distance, index).
 
     Parameters
     ----------
@@ -335,12 +342,12 @@ def nearest_order(distances, depth):
     n = distances.shape[1]
     if depth >= n:
         return torch.sort(distances, dim=1, stable=True).indices.numpy()
-    values, index = torch.topk(distances, depth, dim=1, largest=False, sorted=False)
+    values, index = torch.topk(distances, depth + 1, dim=1, largest=False, sorted=False)
     by_index = torch.argsort(index, dim=1)
     index, values = index.gather(1, by_index), values.gather(1, by_index)
-    index = index.gather(1, torch.sort(values, dim=1, stable=True).indices)
-    cut = values.max(dim=1, keepdim=True).values
-    across = (distances <= cut).sum(dim=1) > depth
+    values, by_value = torch.sort(values, dim=1, stable=True)
+    index = index.gather(1, by_value)[:, :depth].contiguous()
+    across = values[:, depth - 1] == values[:, depth]
     if bool(across.any()):
         rows = torch.nonzero(across).reshape(-1)
         index[rows] = torch.sort(distances[rows], dim=1, stable=True).indices[:, :depth]

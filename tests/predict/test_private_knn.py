@@ -361,13 +361,17 @@ def test_invalid_queries_change_nothing(Q, error, match):
     assert clf._rng.bit_generator.state == state  # validation happens before any noise is drawn
 
 
-def test_invalid_hyper_parameter_set_after_fit_is_caught_in_predict():
-    X, y, _ = blobs()
-    clf = small().fit(X, y)
-    clf.set_params(sigma_vote=-1.0)
+def test_set_params_after_fit_takes_effect_at_fit_only():
+    """Noise that is run is the noise that is charged: changing sigma_vote without refitting changes neither."""
+    X, y, centres = blobs()
+    clf = small(threshold=None, sigma_vote=1.0).fit(X, y)
+    clf.set_params(sigma_vote=-1.0, k=10_000)  # invalid, and would be caught by the next fit
+    clf._rng = RecordingGenerator(np.random.default_rng(0))
+    clf.predict(centres)
+    assert {scale for _, scale, size in clf._rng.calls if np.ndim(size) == 1} == {1.0}  # the vote noise
+    assert clf.accountant_.ledger == ((PoissonSubsampled(NoisyArgmax(sigma=1.0), sampling_probability=0.5), 3),)
     with pytest.raises(ValueError, match="`sigma_vote` of PrivateKNNClassifier must be positive"):
-        clf.predict(X[:2])
-    assert clf.n_queries_ == 0
+        clf.fit(X, y)
 
 
 # ------------------------------------------------------------------ reproducibility
