@@ -127,6 +127,9 @@ def build_parser():
     _add_composition_options(p, calibrate=True)
     _add_output_options(p)
 
+    from dpledger import predict_cli  # the parsers only; torch and the classifiers load when the commands run
+
+    predict_cli.add_parsers(sub)
     return parser
 
 
@@ -201,7 +204,11 @@ def main(argv=None):
     command = args.command
     runners = {"epsilon": _run_privacy, "delta": _run_privacy, "calibrate": _run_calibrate}
     try:
-        return runners[command](args)
+        if command in runners:
+            return runners[command](args)
+        from dpledger import predict_cli
+
+        return predict_cli.run(args)
     except (ValueError, TypeError) as err:  # bad values, from our checks or from the library's validation
         _error(command, err)
         return 2

@@ -1,0 +1,217 @@
+"""``dpledger predict`` and ``dpledger demo``: their argument parsers and the predict report.
+
+``predict`` runs Ind-KNN, Private-kNN or (as a reference without privacy) kNN on a built-in data set or on the
+user's .npy / .npz files and prints accuracy, queries answered and the privacy report. Imports of torch and the
+classifiers happen only when these commands run, so ``dpledger epsilon`` stays fast.
+"""
+
+import sys
+
+from dpledger import _format
+
+__all__ = ["add_parsers", "run", "format_predict"]
+
+_DATASETS = ("digits", "fashion-mnist", "mnist")
+
+
+def _positive_float(text):
+    import argparse
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not (x > 0 and math.isfinite(x)):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number; got {text}")
+    return x
+
+
+def _positive_int(text):
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
+    return n
+
+
+def _delta(text):
+    import argparse
+
+    x = _positive_float(text)
+    if not x < 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1); got {text}")
+    return x
+
+
+def add_parsers(sub):
+    """Add the ``predict`` and ``demo`` sub-commands to ``sub`` (an argparse sub-parsers object)."""
+    p = sub.add_parser(
+        "predict",
+        help="private prediction with a privacy audit (Ind-KNN, Private-kNN; kNN as a non-private reference)",
+        description="Answer queries with a private classifier trained on private records and print accuracy, "
+        "queries answered and the privacy report. The guarantee covers the releases of this run: running again "
+        "on the same private records spends privacy again.",
+    )
+    p.add_argument("--method", required=True, choices=("ind-knn", "private-knn", "knn"))
+    data = p.add_argument_group("data (one of --data or --private with --queries)")
+    data.add_argument("--data", choices=_DATASETS, help="a built-in data set (nothing is downloaded)")
+    data.add_argument("--features", choices=("pixels", "pca"), default="pixels",
+                      help="features of a built-in data set: unit-norm pixels, or 64 PCA components fitted on its "
+                      "public split")
+    data.add_argument("--private", nargs="+", metavar="PATH",
+                      help="private records: data.npz (arrays X, y) or X.npy y.npy")
+    data.add_argument("--queries", nargs="+", metavar="PATH",
+                      help="queries: q.npz (X, optional y) or Q.npy [y.npy]; with labels, accuracy is printed")
+    data.add_argument("--n-queries", type=_positive_int, metavar="N", help="answer only the first N queries")
+    priv = p.add_argument_group("privacy")
+    priv.add_argument("--epsilon", type=_positive_float,
+                      help="Ind-KNN: every record's budget; Private-kNN: the noise is calibrated so that all "
+                      "queries, even if all are answered, meet (epsilon, delta)")
+    priv.add_argument("--delta", type=_delta, default=1e-5, help="delta of the guarantee (default 1e-5)")
+    ind = p.add_argument_group("Ind-KNN (Ind-KNN Algorithm 3)")
+    ind.add_argument("--tau", type=_positive_float, default=0.5, help="kernel threshold of selection (default 0.5)")
+    ind.add_argument("--sigma2", type=_positive_float, default=1.0, help="vote noise scale (default 1)")
+    ind.add_argument("--sigma1", type=_positive_float, help="count noise (default sqrt(n_queries / (6 B)))")
+    ind.add_argument("--kernel", choices=("cosine", "rbf"), default="cosine")
+    ind.add_argument("--search", choices=("exact", "lsh"), default="exact")
+    ind.add_argument("--accounting", choices=("rdp", "gdp"), default="rdp",
+                     help="the individual filter's theorem (default rdp)")
+    pk = p.add_argument_group("Private-kNN (Private-kNN Sec 3)")
+    pk.add_argument("--k", type=_positive_int, help="neighbours that vote (also kNN's k, default 5 there)")
+    pk.add_argument("--sampling-probability", type=_positive_float, help="Poisson sampling probability")
+    pk.add_argument("--threshold", type=float, help="screening threshold (default 0.6 k)")
+    pk.add_argument("--screening", choices=("auto", "on", "off"), default="auto",
+                    help="noisy screening before answering (auto: on from 10,000 private records)")
+    pk.add_argument("--sigma-vote", type=_positive_float, help="vote noise, instead of calibrating it to --epsilon")
+    pk.add_argument("--sigma-screen", type=_positive_float, help="screening noise (default 85/20 sigma-vote)")
+    p.add_argument("--random-state", type=int, default=0, help="seed of the noise (not cryptographically secure)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    d = sub.add_parser(
+        "demo",
+        help="compare Ind-KNN, Private-kNN and kNN across epsilon on real data; writes plots and a report",
+        description="The main job: scikit-learn's digits always, Fashion-MNIST when installed "
+        "(apt-get install dataset-fashion-mnist); Ind-KNN, Private-kNN and non-private kNN across epsilon. "
+        "Writes accuracy_vs_epsilon.png, individual_privacy.png, report.txt and results.json.",
+    )
+    d.add_argument("--output-dir", default="dpledger-demo", help="where to write (default ./dpledger-demo)")
+    d.add_argument("--data", nargs="+", choices=_DATASETS, help="data sets (default: digits, and fashion-mnist "
+                   "when installed)")
+    d.add_argument("--epsilons", nargs="+", type=_positive_float, help="target epsilons (default 0.5 1 2 4 8)")
+    d.add_argument("--delta", type=_delta, default=1e-5, help="delta (default 1e-5)")
+    d.add_argument("--max-queries", type=_positive_int, default=1000,
+                   help="queries answered per data set (default 1000; digits has 500)")
+    d.add_argument("--random-state", type=int, default=0)
+    d.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _arrays(args):
+    from dpledger import data
+
+    if args.data is not None and (args.private or args.queries):
+        raise ValueError("give either --data or --private with --queries, not both.")
+    if args.data is not None:
+        arrays = data.load_builtin(args.data, features=args.features)  # the fixed split; --random-state is noise
+    elif args.private and args.queries:
+        arrays = data.load_files(args.private, args.queries)
+    else:
+        raise ValueError("no data: give --data NAME (digits, fashion-mnist, mnist) or --private ... --queries ....")
+    return arrays.first(args.n_queries)
+
+
+def _run_predict(args):
+    from dpledger import runs
+    from dpledger._progress import Progress
+
+    if args.method == "ind-knn" and args.epsilon is None:
+        raise ValueError("Ind-KNN needs --epsilon: the budget of every record.")
+    if args.method == "private-knn" and (args.epsilon is None) == (args.sigma_vote is None):
+        raise ValueError("Private-kNN needs exactly one of --epsilon (calibrate the noise) and --sigma-vote.")
+    if args.method == "knn" and args.epsilon is not None:
+        raise ValueError("--method knn is the non-private reference: it takes no --epsilon.")
+    arrays = _arrays(args)
+    progress = Progress(f"{args.method} on {arrays.n_queries} queries", enabled=not args.quiet)
+    if args.method == "ind-knn":
+        result = runs.run_ind_knn(arrays, epsilon=args.epsilon, delta=args.delta, tau=args.tau, sigma2=args.sigma2,
+                                  sigma1=args.sigma1, kernel=args.kernel, search=args.search,
+                                  accounting=args.accounting, random_state=args.random_state, progress=progress)
+    elif args.method == "private-knn":
+        result = runs.run_private_knn(arrays, delta=args.delta, epsilon=args.epsilon, sigma_vote=args.sigma_vote,
+                                      sigma_screen=args.sigma_screen, k=args.k,
+                                      sampling_probability=args.sampling_probability, threshold=args.threshold,
+                                      screening={"auto": None, "on": True, "off": False}[args.screening], random_state=args.random_state,
+                                      progress=progress)
+    else:
+        result = runs.run_knn(arrays, k=args.k or 5, progress=progress)
+    progress.done()
+    result["data"] = arrays.description
+    if args.json:
+        print(_format.to_json(_public(result)))
+    else:
+        print(format_predict(result))
+    return 0
+
+
+def _public(result):
+    """The result without per-record and per-query arrays (what ``--json`` prints)."""
+    return {k: v for k, v in result.items() if k not in ("individual_epsilons", "predictions")}
+
+
+def _pct(x):
+    return "n/a (no query labels)" if x is None else f"{100 * x:.1f}%"
+
+
+def format_predict(result):
+    """Human report of one run (:mod:`dpledger.runs`)."""
+    names = {"ind-knn": "Ind-KNN", "private-knn": "Private-kNN", "knn": "kNN (non-private reference)"}
+    lines = [f"{names[result['method']]} on {result['data']}"]
+    hyper = ", ".join(f"{k}={_format.nearest(v) if isinstance(v, float) else v}"
+                      for k, v in result["hyperparameters"].items())
+    lines.append(f"  hyper-parameters  {hyper}")
+    lines.append(f"  accuracy          {_pct(result['accuracy'])} of all queries"
+                 + ("" if result["method"] == "knn" else
+                    f" (abstentions count as errors); {_pct(result['accuracy_answered'])} of those answered"))
+    lines.append(f"  queries answered  {result['n_answered']} of {result['n_queries']}")
+    g = result["guarantee"]
+    if g is None:
+        lines.append("  privacy           none: kNN answers from the private records without noise")
+        return "\n".join(lines)
+    order = "" if g["order"] is None else f", order {_format.nearest(g['order'])}"
+    lines.append(
+        f"  guarantee         ({_format.upper(g['epsilon'])}, {_format.nearest(g['delta'])})-DP, {g['bound']}, "
+        f"{g['relation']}"
+    )
+    lines.append(f"                    {g['accountant']}: {g['method']}{order}")
+    if result["method"] == "ind-knn":
+        lines.append("                    for every record, whatever the number of queries (the record's budget)")
+        q = result["individual_epsilon_quantiles"]
+        spread = ", ".join(f"{label} {_format.nearest(q[key], 4)}" for label, key in
+                           (("min", "0"), ("25%", "0.25"), ("median", "0.5"), ("75%", "0.75"), ("90%", "0.9"),
+                            ("max", "1")) if q.get(key) is not None)
+        lines.append(f"  individual eps    {spread}")
+        lines.append("                    (each record's spend so far: audit statistics from data-dependent "
+                     "spends, not a guarantee)")
+        lines.append(f"  records retired   {result['n_retired']} of {result['n_records']} (budget exhausted)")
+    else:
+        target = result["target"]["epsilon"]
+        if target is not None:
+            lines.append(f"                    noise calibrated so that every query answered would still meet "
+                         f"epsilon <= {_format.nearest(target)}")
+    lines.append("  note              the guarantee covers this run's releases; another run on the same private "
+                 "records spends again")
+    return "\n".join(lines)
+
+
+def run(args):
+    """Run ``predict`` or ``demo`` (parsed by :func:`add_parsers`); returns the exit code."""
+    if args.command == "predict":
+        return _run_predict(args)
+    from dpledger import demo
+
+    return demo.run(args, out=sys.stdout)

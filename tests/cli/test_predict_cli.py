@@ -1,0 +1,225 @@
+"""``dpledger predict`` and ``dpledger demo`` in-process: numbers equal the classifiers' own API, the file paths
+work, --json parses, the demo writes its plots and report, bad arguments exit non-zero without a traceback."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from dpledger import runs
+from dpledger.cli import main
+from dpledger.data import Arrays
+from predict import datasets
+from predict.ind_knn import IndKNNClassifier
+from predict.private_knn import PrivateKNNClassifier
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json", "--quiet")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return datasets.load("digits")
+
+
+@pytest.fixture()
+def blobs(tmp_path):
+    """Two well-separated classes on the unit circle, as files: private.npz, queries.npz, and .npy pairs."""
+    rng = np.random.default_rng(1)
+    angles = np.concatenate([rng.normal(0.0, 0.2, 150), rng.normal(np.pi / 2, 0.2, 150)])
+    X = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    y = np.repeat([0, 1], 150)
+    q_angles = np.concatenate([rng.normal(0.0, 0.2, 20), rng.normal(np.pi / 2, 0.2, 20)])
+    Q = np.stack([np.cos(q_angles), np.sin(q_angles)], axis=1)
+    yq = np.repeat([0, 1], 20)
+    np.savez(tmp_path / "private.npz", X=X, y=y)
+    np.savez(tmp_path / "queries.npz", X=Q, y=yq)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "Q.npy", Q)
+    return tmp_path, X, y, Q, yq
+
+
+# --------------------------------------------------------------------------------------------------- predict
+def test_ind_knn_on_digits_equals_the_classifier(capsys, digits):
+    n = 300  # more than one chunk of 256: chunked answering must equal one call
+    data = run_json(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", str(n),
+                    "--epsilon", "4", "--tau", "0.85", "--random-state", "3")
+    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma2=1.0, n_queries=n, random_state=3)
+    pred = clf.fit(digits.X_private, digits.y_private).predict(digits.X_query[:n])
+    assert data["accuracy"] == float(np.mean(pred == digits.y_query[:n]))
+    assert data["n_queries"] == n and data["n_answered"] == clf.n_answered_
+    assert data["guarantee"]["epsilon"] == clf.privacy_report(1e-5).epsilon <= 4.0
+    assert data["guarantee"]["bound"] == "upper bound"
+    assert data["n_retired"] == clf.n_retired_
+    eps = clf.individual_epsilons(1e-5)
+    assert data["individual_epsilon_quantiles"]["0.5"] == pytest.approx(float(np.median(eps)), rel=1e-12)
+    assert data["individual_epsilon_quantiles"]["1"] <= data["guarantee"]["epsilon"] * (1 + 1e-9)
+
+
+def test_ind_knn_text_report(capsys):
+    code, out, err = run(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "50",
+                         "--epsilon", "2", "--tau", "0.85")
+    assert code == 0, err
+    for needed in ("accuracy", "queries answered  50 of 50", "guarantee         (2", "upper bound",
+                   "add or remove one record", "individual eps", "records retired", "not a guarantee"):
+        assert needed in out, needed
+    assert "50/50 100%" in err  # progress on stderr
+
+
+def test_private_knn_with_given_noise_from_npz_files_equals_the_classifier(capsys, blobs):
+    path, X, y, Q, yq = blobs
+    data = run_json(capsys, "predict", "--method", "private-knn", "--private", str(path / "private.npz"),
+                    "--queries", str(path / "queries.npz"), "--sigma-vote", "2", "--k", "20",
+                    "--sampling-probability", "0.5", "--screening", "on", "--threshold", "12", "--random-state", "5")
+    clf = PrivateKNNClassifier(k=20, sampling_probability=0.5, threshold=12.0, sigma_screen=runs.PRIVATE_KNN_RATIO * 2,
+                               sigma_vote=2.0, num_classes=2, random_state=5).fit(X.astype(np.float32), y)
+    pred = clf.predict(Q.astype(np.float32))
+    assert data["accuracy"] == float(np.mean(pred == yq))
+    assert data["n_answered"] == clf.n_answered_ == int((pred >= 0).sum())
+    assert data["guarantee"]["epsilon"] == clf.privacy_report(1e-5).epsilon
+    assert data["target"]["epsilon"] is None
+
+
+def test_private_knn_calibrated_to_epsilon_meets_it(capsys, blobs):
+    path, X, y, Q, yq = blobs
+    data = run_json(capsys, "predict", "--method", "private-knn", "--private", str(path / "X.npy"),
+                    str(path / "y.npy"), "--queries", str(path / "Q.npy"), "--epsilon", "3", "--k", "20",
+                    "--screening", "on")
+    assert data["accuracy"] is None  # queries without labels
+    assert data["guarantee"]["epsilon"] <= 3.0 and data["guarantee"]["bound"] == "upper bound"
+    h = data["hyperparameters"]
+    kwargs = dict(epsilon=3.0, delta=1e-5, n_queries=40, k=20, sampling_probability=h["sampling_probability"],
+                  threshold=h["threshold"], num_classes=2)
+    assert h["sigma_vote"] == runs.private_knn_noise(**kwargs)
+
+
+def test_private_knn_noise_is_the_worst_case_and_nearly_minimal():
+    from accountants import RDPAccountant
+    from mechanisms import PoissonSubsampled
+    from mechanisms.noisy_aggregation import NoisyArgmax
+    from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+
+    kwargs = dict(epsilon=2.0, delta=1e-5, n_queries=100, k=30, sampling_probability=0.3, threshold=18.0,
+                  num_classes=10)
+    sigma = runs.private_knn_noise(**kwargs)
+
+    def worst_case(s):
+        acc = RDPAccountant()
+        acc.compose(subsampled_screening(NoisyScreening(k=30, threshold=18.0, sigma=runs.PRIVATE_KNN_RATIO * s,
+                                                        num_classes=10), 0.3), count=100)
+        acc.compose(PoissonSubsampled(NoisyArgmax(sigma=s), sampling_probability=0.3), count=100)
+        return acc.get_epsilon(1e-5)
+
+    assert worst_case(sigma) <= 2.0 < worst_case(sigma * (1 - 1e-3))
+
+
+def test_knn_reference_equals_scikit_learn(capsys, digits):
+    from sklearn.neighbors import KNeighborsClassifier
+
+    data = run_json(capsys, "predict", "--method", "knn", "--data", "digits", "--k", "3")
+    clf = KNeighborsClassifier(n_neighbors=3, metric="cosine", algorithm="brute")
+    pred = clf.fit(digits.X_private, digits.y_private).predict(digits.X_query)
+    assert data["accuracy"] == float(np.mean(pred == digits.y_query))
+    assert data["guarantee"] is None
+    code, out, _ = run(capsys, "predict", "--method", "knn", "--data", "digits", "--quiet")
+    assert code == 0 and "privacy           none" in out
+
+
+BAD_PREDICT = [
+    (["--method", "ind-knn", "--epsilon", "1"], "no data"),
+    (["--method", "ind-knn", "--data", "digits"], "Ind-KNN needs --epsilon"),
+    (["--method", "private-knn", "--data", "digits"], "exactly one of --epsilon"),
+    (["--method", "private-knn", "--data", "digits", "--epsilon", "1", "--sigma-vote", "3"], "exactly one of"),
+    (["--method", "knn", "--data", "digits", "--epsilon", "1"], "takes no --epsilon"),
+    (["--method", "ind-knn", "--data", "digits", "--epsilon", "-1"], "positive finite"),
+    (["--method", "ind-knn", "--data", "digits", "--epsilon", "1", "--delta", "1"], "must be in \\(0, 1\\)"),
+    (["--method", "ind-knn", "--data", "digits", "--epsilon", "1", "--n-queries", "0"], "positive integer"),
+    (["--method", "ind-knn", "--data", "cifar", "--epsilon", "1"], "invalid choice"),
+    (["--method", "ind-knn", "--data", "digits", "--epsilon", "1", "--tau", "1.5"], "tau"),
+]
+
+
+@pytest.mark.parametrize("argv, match", BAD_PREDICT)
+def test_bad_predict_arguments(capsys, argv, match):
+    code, out, err = run(capsys, "predict", *argv, "--quiet")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert re.search(match, err), err
+
+
+def test_bad_files(capsys, blobs):
+    path, X, y, Q, yq = blobs
+    np.save(path / "y_short.npy", y[:-1])
+    np.save(path / "Q3.npy", np.ones((4, 3)))
+    np.savez(path / "nolabels.npz", X=X)
+    cases = [
+        (["--private", str(path / "X.npy"), str(path / "y_short.npy"), "--queries", str(path / "Q.npy")],
+         "one per record"),
+        (["--private", str(path / "private.npz"), "--queries", str(path / "Q3.npy")], "columns"),
+        (["--private", str(path / "nolabels.npz"), "--queries", str(path / "Q.npy")], "arrays named X and y"),
+        (["--private", str(path / "missing.npz"), "--queries", str(path / "Q.npy")], "no such file"),
+        (["--private", str(path / "X.npy"), "--queries", str(path / "Q.npy")], "needs labels"),
+        (["--private", str(path / "private.npz"), "--queries", str(path / "Q.npy"), "--data", "digits"],
+         "either --data or --private"),
+    ]
+    for argv, match in cases:
+        code, out, err = run(capsys, "predict", "--method", "knn", *argv, "--quiet")
+        assert code == 2 and "Traceback" not in err and re.search(match, err), (argv, err)
+
+
+def test_a_missing_data_set_says_how_to_install_it(capsys, monkeypatch):
+    monkeypatch.setattr(datasets, "available", lambda name: name == "digits")
+    code, out, err = run(capsys, "predict", "--method", "knn", "--data", "fashion-mnist", "--quiet")
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert "apt-get install dataset-fashion-mnist" in err
+
+
+# ------------------------------------------------------------------------------------------------------ demo
+def test_demo_on_digits_writes_plots_report_and_results(capsys, tmp_path):
+    outdir = tmp_path / "demo"
+    code, out, err = run(capsys, "demo", "--data", "digits", "--epsilons", "2", "8", "--max-queries", "60",
+                         "--output-dir", str(outdir))
+    assert code == 0, err
+    for name in ("accuracy_vs_epsilon.png", "individual_privacy.png"):
+        assert (outdir / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (outdir / "report.txt").read_text()
+    assert report.strip() in out
+    assert "guarantee above the target" not in report
+    assert re.search(r"^\s+2 \|", report, re.M) and re.search(r"^\s+8 \|", report, re.M)
+    results = json.loads((outdir / "results.json").read_text())
+    runs_ = results["datasets"]["digits"]["runs"]
+    assert [r["method"] for r in runs_] == ["knn", "ind-knn", "private-knn", "ind-knn", "private-knn"]
+    for r in runs_[1:]:
+        assert r["n_queries"] == 60
+        assert r["guarantee"]["bound"] == "upper bound"
+        assert r["guarantee"]["epsilon"] <= r["target"]["epsilon"] * (1 + 1e-12)
+    assert "[5/5] digits private-knn epsilon=8" in err  # progress on stderr
+
+
+def test_choose_tau_uses_public_data_only_and_hits_the_expected_count(digits):
+    from dpledger.demo import choose_tau
+
+    tau = choose_tau(digits.X_public, 1000)
+    P = digits.X_public.astype(np.float64)
+    sims = P @ P.T
+    np.fill_diagonal(sims, -np.inf)
+    expected = np.median((sims >= tau).mean(axis=1)) * 1000
+    assert 3 * np.sqrt(1000) / 2 <= expected <= 3 * np.sqrt(1000) * 2
+
+
+def test_arrays_first_keeps_the_private_set():
+    X = np.ones((5, 2), dtype=np.float32)
+    a = Arrays(X, np.zeros(5, np.int64), X, np.arange(5), "toy", 5)
+    b = a.first(2)
+    assert b.n_private == 5 and b.n_queries == 2 and b.y_query.tolist() == [0, 1]
+    assert a.first(None) is a and a.first(10) is a
