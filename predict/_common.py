@@ -3,8 +3,10 @@
 Everything here is data-independent plumbing; nothing in this module draws randomness or touches a budget.
 
 * :data:`ABSTAIN` is the label ``predict`` returns for a query the classifier declines to answer.
-* :func:`check_features`, :func:`check_labels`, :func:`check_fitted` validate at the boundary with the package's
-  message shape ("`X` of PrivateKNNClassifier.fit must be finite; got nan at row 3.").
+* :func:`check_features`, :func:`check_labels`, :func:`check_fitted`, :func:`check_metric` validate at the
+  boundary with the package's message shape ("`X` of PrivateKNNClassifier.fit must be finite; ...");
+  :func:`check_rows` refuses rows a metric cannot handle (zero rows for cosine, float32 overflow for euclidean);
+  call it on queries before drawing any noise.
 * :class:`Reference` and :func:`pairwise_distances` compute query-to-record distances with one float32 matrix
   product per block of queries (torch, CPU); :func:`query_blocks` cuts the queries into blocks.
 
@@ -167,8 +169,9 @@ class Reference:
     Attributes
     ----------
     points : torch.Tensor, float32 (n, d)
-        Shares memory with the validated numpy array. For ``metric="cosine"`` the rows are L2-normalised (a
-        per-record map, so no statistic of the data set enters); a zero row is refused there.
+        For ``metric="euclidean"`` it shares memory with the validated array; for ``metric="cosine"`` it is a
+        copy with rows scaled to unit L2 norm in float64 (a per-record map, so no statistic of the data set
+        enters; a zero row is refused).
     sq_norms : torch.Tensor, float32 (n,)
         Squared L2 norms of ``points`` (ones for cosine).
     metric : str
