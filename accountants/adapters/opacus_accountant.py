@@ -169,8 +169,8 @@ class OpacusAccountant:
         self.history = history
 
     # ------------------------------------------------------------------ dpledger
-    def accountant(self):
-        """A dpledger accountant holding the history's mechanisms (``None`` if a step was noiseless)."""
+    def to_dpledger(self):
+        """A fresh dpledger accountant holding the history's mechanisms (``None`` if a step was noiseless)."""
         acc = _common.make_accountant(self.method, self._options)
         for item in self.history:
             z, q, n = _entry(item, "OpacusAccountant.history")
@@ -185,11 +185,12 @@ class OpacusAccountant:
         """:class:`~accountants.report.PrivacyReport` at ``delta`` in (0, 1): epsilon, whether it is an upper
         bound or an estimate, the conversion and the order."""
         delta = _validate.open_unit_interval(delta, "delta", "OpacusAccountant.get_epsilon")
-        acc = self.accountant()
+        acc = self.to_dpledger()
         if acc is None:
             return PrivacyReport(
                 epsilon=float("inf"), delta=delta, bound="upper bound", relation=_relation(),
-                accountant=self.method, method="a step with noise_multiplier 0: no guarantee",
+                accountant="RDP" if self.method == "rdp" else "Fourier",
+                method="a step with noise_multiplier 0: no guarantee",
             )
         report = _common.epsilon_report(acc, delta)
         _common.warn_if_estimate(report, "OpacusAccountant", self._warned)
