@@ -81,6 +81,9 @@ def add_parsers(sub):
     ind.add_argument("--search", choices=("exact", "lsh"), default="exact")
     ind.add_argument("--accounting", choices=("rdp", "gdp"), default="rdp",
                      help="the individual filter's theorem (default rdp)")
+    ind.add_argument("--state", metavar="FILE.npz",
+                     help="keep the budgets between runs: resume FILE if it exists (its hyper-parameters win), "
+                     "then write the new state back; without it every run starts with fresh budgets")
     pk = p.add_argument_group("Private-kNN (Private-kNN Sec 3)")
     pk.add_argument("--k", type=_positive_int, help="neighbours that vote (also kNN's k, default 5 there)")
     pk.add_argument("--sampling-probability", type=_positive_float, help="Poisson sampling probability")
@@ -133,6 +136,10 @@ def _run_predict(args):
         raise ValueError("Ind-KNN needs --epsilon: the budget of every record.")
     if args.method == "private-knn" and (args.epsilon is None) == (args.sigma_vote is None):
         raise ValueError("Private-kNN needs exactly one of --epsilon (calibrate the noise) and --sigma-vote.")
+    if args.state is not None and args.method != "ind-knn":
+        raise ValueError("--state keeps Ind-KNN budgets; it needs --method ind-knn.")
+    if args.state is not None and not args.state.endswith(".npz"):
+        raise ValueError(f"--state must name a .npz file; got {args.state!r}.")
     if args.method == "knn" and args.epsilon is not None:
         raise ValueError("--method knn is the non-private reference: it takes no --epsilon.")
     arrays = _arrays(args)
@@ -140,7 +147,8 @@ def _run_predict(args):
     if args.method == "ind-knn":
         result = runs.run_ind_knn(arrays, epsilon=args.epsilon, delta=args.delta, tau=args.tau, sigma2=args.sigma2,
                                   sigma1=args.sigma1, kernel=args.kernel, search=args.search,
-                                  accounting=args.accounting, random_state=args.random_state, progress=progress)
+                                  accounting=args.accounting, random_state=args.random_state,
+                                  state_path=args.state, progress=progress)
     elif args.method == "private-knn":
         result = runs.run_private_knn(arrays, delta=args.delta, epsilon=args.epsilon, sigma_vote=args.sigma_vote,
                                       sigma_screen=args.sigma_screen, k=args.k,
@@ -175,7 +183,7 @@ def format_predict(result):
                       for k, v in result["hyperparameters"].items())
     lines.append(f"  hyper-parameters  {hyper}")
     lines.append(f"  accuracy          {_pct(result['accuracy'])} of all queries"
-                 + ("" if result["method"] == "knn" else
+                 + ("" if result["method"] != "private-knn" else
                     f" (abstentions count as errors); {_pct(result['accuracy_answered'])} of those answered"))
     lines.append(f"  queries answered  {result['n_answered']} of {result['n_queries']}")
     g = result["guarantee"]
@@ -203,8 +211,14 @@ def format_predict(result):
         if target is not None:
             lines.append(f"                    noise calibrated so that every query answered would still meet "
                          f"epsilon <= {_format.nearest(target)}")
-    lines.append("  note              the guarantee covers this run's releases; another run on the same private "
-                 "records spends again")
+    state = result.get("state")
+    if state is not None:
+        lines.append(f"  state             {'resumed from and saved to' if state['resumed'] else 'saved to'} "
+                     f"{state['path']}: {state['n_queries_total']} queries so far, all covered by the guarantee")
+    else:
+        lines.append("  note              the guarantee covers this run's releases; another run on the same private "
+                     "records spends again" + (" (keep budgets with --state FILE.npz)" if result["method"] == "ind-knn"
+                                               else ""))
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ noise a fixed multiple of it) such that ``n_queries`` queries, all of them answe
 ``privacy_report`` of what it actually released, which can only be smaller.
 """
 
+import os
 import time
 
 import numpy as np
@@ -62,24 +63,52 @@ def _report_dict(report):
 
 
 def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, kernel="cosine", search="exact",
-                min_count=30, accounting="rdp", random_state=0, progress=None):
-    """Ind-KNN (Ind-KNN Algorithm 3): every record has the budget of (epsilon, delta); see the module docstring."""
+                min_count=30, accounting="rdp", random_state=0, state_path=None, progress=None):
+    """Ind-KNN (Ind-KNN Algorithm 3): every record has the budget of (epsilon, delta); see the module docstring.
+
+    With ``state_path``, an existing state file is resumed (budgets, generator, hyper-parameters, history: no
+    budget is refreshed; ``epsilon`` must equal the stored one and the private records must be the stored ones)
+    and the state after this run is written back atomically.
+    """
+    from dpledger import state_file
     from predict.ind_knn import IndKNNClassifier
 
     start = time.perf_counter()
-    clf = IndKNNClassifier(
-        epsilon=epsilon, delta=delta, tau=tau, sigma2=sigma2, sigma1=sigma1, kernel=kernel, search=search,
-        min_count=min_count, accounting=accounting, n_queries=max(arrays.n_queries, 1), random_state=random_state,
-    ).fit(arrays.X_private, arrays.y_private)
+    resumed = state_path is not None and os.path.exists(state_path)
+    fingerprint = state_file.fingerprint(arrays.X_private, arrays.y_private) if state_path is not None else None
+    if resumed:
+        state, stored = state_file.load(state_path)
+        if stored != fingerprint:
+            raise ValueError(f"--state {state_path} holds the budgets of other private records; use a new file "
+                             "for new data (budgets are never moved between data sets).")
+        if state["params"]["epsilon"] != epsilon:
+            raise ValueError(f"--state {state_path} holds budgets for epsilon = {state['params']['epsilon']!r}; "
+                             f"got --epsilon {epsilon!r} (a budget cannot be changed once spending started).")
+        clf = IndKNNClassifier().load_state_dict(state)
+    else:
+        clf = IndKNNClassifier(
+            epsilon=epsilon, delta=delta, tau=tau, sigma2=sigma2, sigma1=sigma1, kernel=kernel, search=search,
+            min_count=min_count, accounting=accounting, n_queries=max(arrays.n_queries, 1),
+            random_state=random_state,
+        ).fit(arrays.X_private, arrays.y_private)
+    before_queries, before_answered = int(clf.n_queries_), int(clf.n_answered_)
     pred = _answer_in_chunks(clf, arrays.X_query, progress)
+    if state_path is not None:
+        state_file.save(state_path, clf.state_dict(), fingerprint=fingerprint)
     individual = np.asarray(clf.individual_epsilons(delta), dtype=np.float64)
+    params = clf.get_params()
     return {
         "method": "ind-knn",
-        "target": {"epsilon": epsilon, "delta": delta},
-        "hyperparameters": {"tau": tau, "sigma2": sigma2, "sigma1": clf.sigma1_, "kernel": kernel, "search": search,
-                            "min_count": min_count, "accounting": accounting, "random_state": random_state},
-        "n_queries": int(clf.n_queries_),
-        "n_answered": int(clf.n_answered_),
+        "target": {"epsilon": params["epsilon"], "delta": delta},
+        "hyperparameters": {"tau": params["tau"], "sigma2": params["sigma2"], "sigma1": clf.sigma1_,
+                            "kernel": params["kernel"], "search": params["search"],
+                            "min_count": params["min_count"], "accounting": params["accounting"],
+                            "random_state": params["random_state"]},
+        "state": None if state_path is None else {"path": str(state_path), "resumed": resumed,
+                                                  "n_queries_total": int(clf.n_queries_),
+                                                  "n_answered_total": int(clf.n_answered_)},
+        "n_queries": int(clf.n_queries_) - before_queries,
+        "n_answered": int(clf.n_answered_) - before_answered,
         **_accuracy(pred, arrays),
         "guarantee": _report_dict(clf.privacy_report(delta)),
         "n_records": int(individual.size),

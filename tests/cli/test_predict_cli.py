@@ -223,3 +223,37 @@ def test_arrays_first_keeps_the_private_set():
     b = a.first(2)
     assert b.n_private == 5 and b.n_queries == 2 and b.y_query.tolist() == [0, 1]
     assert a.first(None) is a and a.first(10) is a
+
+
+# ----------------------------------------------------------------------------------------- kept budgets
+def test_state_file_keeps_budgets_between_runs(capsys, digits, tmp_path):
+    state = tmp_path / "budgets.npz"
+    argv = ["predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "80", "--epsilon", "1",
+            "--tau", "0.85", "--state", str(state)]
+    first = run_json(capsys, *argv)
+    second = run_json(capsys, *argv)
+    assert first["state"]["resumed"] is False and second["state"]["resumed"] is True
+    assert second["state"]["n_queries_total"] == 160 and second["n_queries"] == 80
+    # the same as one classifier answering the queries twice: nothing was refreshed
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.85, n_queries=80, random_state=0)
+    clf.fit(digits.X_private, digits.y_private)
+    Q, y = digits.X_query[:80], digits.y_query[:80]
+    assert first["accuracy"] == float(np.mean(clf.predict(Q) == y))
+    assert second["accuracy"] == float(np.mean(clf.predict(Q) == y))
+    assert second["n_retired"] == clf.n_retired_
+    assert second["individual_epsilon_quantiles"]["0.5"] == pytest.approx(
+        float(np.median(clf.individual_epsilons(1e-5))), rel=1e-12)
+
+
+def test_state_file_refuses_other_data_or_another_budget(capsys, tmp_path):
+    state = tmp_path / "budgets.npz"
+    base = ["predict", "--method", "ind-knn", "--n-queries", "20", "--tau", "0.85", "--state", str(state), "--quiet"]
+    assert run(capsys, *base, "--data", "digits", "--epsilon", "1")[0] == 0
+    before = state.read_bytes()
+    for extra, match in ((["--data", "digits", "--epsilon", "2"], "budgets for epsilon = 1.0"),
+                         (["--data", "digits", "--features", "pca", "--epsilon", "1"], "other private records")):
+        code, out, err = run(capsys, *base, *extra)
+        assert code == 2 and "Traceback" not in err and match in err, err
+    assert state.read_bytes() == before  # a refused run leaves the budgets untouched
+    code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--state", str(state), "--quiet")
+    assert code == 2 and "needs --method ind-knn" in err
