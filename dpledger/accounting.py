@@ -30,10 +30,18 @@ def _rdp(entries):
 
 
 def _fourier(entries, rtol):
+    """The Fourier accountant of the entries; subsampled screening enters through its dominating pair, the
+    subsampled Gaussian with sensitivity 1 that it post-processes (mechanisms.noisy_screening)."""
+    from mechanisms.noisy_screening import SubsampledScreening
+
     acc = FourierAccountant(rtol=rtol)
+    substituted = False
     for entry in entries:
-        acc.compose(entry.build(), count=entry.count)
-    return acc
+        mechanism = entry.build()
+        if isinstance(mechanism, SubsampledScreening):
+            mechanism, substituted = mechanism.dominating_gaussian, True
+        acc.compose(mechanism, count=entry.count)
+    return acc, substituted
 
 
 def _order(order):
@@ -52,7 +60,7 @@ def _rdp_part(report):
     }
 
 
-def _fourier_part(acc, bounds, quantity, epsilon, delta, rtol):
+def _fourier_part(acc, bounds, quantity, epsilon, delta, rtol, substituted=False):
     certified = acc.certified
     how = "characteristic functions in closed form: the interval is proven" if certified else (
         "characteristic functions partly by quadrature: the interval's error is estimated, not proven"
@@ -63,7 +71,10 @@ def _fourier_part(acc, bounds, quantity, epsilon, delta, rtol):
         "delta": bounds.upper if quantity == "delta" else delta,
         "bound": "upper bound" if certified else "estimate",
         "relation": acc.relation.value,
-        "method": f"{FOURIER_METHOD}, {how}",
+        "method": f"{FOURIER_METHOD}, {how}" + (
+            "; subsampled screening through its dominating pair, the subsampled Gaussian with sensitivity 1"
+            if substituted else ""
+        ),
         "lower": bounds.lower,
         "estimate": bounds.estimate,
         "upper": bounds.upper,
@@ -81,11 +92,11 @@ def _privacy_result(command, entries, accountant, rtol, target):
         results.append(_rdp_part(report))
     if accountant in ("fourier", "both"):
         try:
-            acc = _fourier(entries, rtol)
+            acc, substituted = _fourier(entries, rtol)
             if quantity == "epsilon":
-                part = _fourier_part(acc, acc.epsilon_bounds(target), quantity, None, target, rtol)
+                part = _fourier_part(acc, acc.epsilon_bounds(target), quantity, None, target, rtol, substituted)
             else:
-                part = _fourier_part(acc, acc.delta_bounds(target), quantity, target, None, rtol)
+                part = _fourier_part(acc, acc.delta_bounds(target), quantity, target, None, rtol, substituted)
         except (DPLedgerError, MissingCapabilityError) as err:
             if accountant == "fourier":
                 raise

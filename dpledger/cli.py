@@ -72,8 +72,9 @@ def _add_composition_options(parser, *, calibrate=False):
             params.setdefault(p, []).append(kind.name)
     for p, kinds in params.items():
         note = " (omit it on the entry to calibrate)" if calibrate and any(KINDS[k].noise == p for k in kinds) else ""
-        group.add_argument(flag(p), dest=p, action=_EntryItem, type=float, metavar="X",
-                           help=f"{p} of {', '.join(kinds)}{note}")
+        integer = any(p in KINDS[k].integers for k in kinds)
+        group.add_argument(flag(p), dest=p, action=_EntryItem, type=int if integer else float,
+                           metavar="N" if integer else "X", help=f"{p} of {', '.join(kinds)}{note}")
     group.add_argument("--sampling-probability", dest="sampling_probability", action=_EntryItem, type=float,
                        metavar="Q", help=f"Poisson sampling probability of the entry (default {COMMON['sampling_probability']:g})")
     group.add_argument("--count", dest="count", action=_EntryItem, type=int, metavar="N",

@@ -37,6 +37,8 @@ from mechanisms import (
     RandomizedResponse,
     ZCDPMechanism,
 )
+from mechanisms.noisy_aggregation import NoisyArgmax
+from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 
 __all__ = ["Kind", "KINDS", "Entry", "SpecError", "entries_from_items", "entries_from_json", "COMMON"]
 
@@ -63,6 +65,8 @@ class Kind:
     domain: tuple
     initial: tuple
     help: str
+    integers: tuple = ()
+    subsample: object = None  # (mechanism, q) -> Mechanism; default PoissonSubsampled
 
     def params(self):
         return self.required + tuple(self.optional)
@@ -90,6 +94,18 @@ KINDS = {
         Kind(
             "zcdp", ZCDPMechanism, ("rho",), {}, "rho", False, (0.0, math.inf), (0.01, 0.1),
             "any mechanism known to be rho-zCDP (Bun & Steinke 2016, Def 1.1); RDP accountant only",
+        ),
+        Kind(
+            "noisy-argmax", NoisyArgmax, ("sigma",), {}, "sigma", True, (0.0, math.inf), (0.5, 2.0),
+            "Gaussian report-noisy-max of a k-NN vote histogram, L2 sensitivity sqrt(2) (Private-kNN Sec 3)",
+        ),
+        Kind(
+            "noisy-screening", NoisyScreening, ("k", "threshold", "sigma", "num_classes"), {}, "sigma", True,
+            (0.0, math.inf), (0.5, 2.0),
+            "Private-kNN screening: is the noisy plurality of k votes above the threshold (Private-kNN Thm 9); "
+            "subsampled by the minimum of thesis Thm 2.3.1 and the subsampled Gaussian",
+            integers=("k", "num_classes"),
+            subsample=subsampled_screening,
         ),
     )
 }
@@ -122,6 +138,8 @@ class Entry:
         base = self.kind.factory(**{_ARGUMENT_NAMES.get(k, k): v for k, v in values.items()})
         if self.sampling_probability == 1.0:
             return base
+        if self.kind.subsample is not None:
+            return self.kind.subsample(base, self.sampling_probability)
         return PoissonSubsampled(base, sampling_probability=self.sampling_probability)
 
     def describe(self):
@@ -166,6 +184,14 @@ def _count(value, where, name):
     return int(value)
 
 
+def _integer(value, where, name):
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise SpecError(f"{name} of {where} must be an integer; got {value!r}.")
+    return int(value)
+
+
 def _entry(kind_name, items, where, *, allow_missing_noise=False, spell=flag):
     """Build an :class:`Entry` from ``(param, value)`` pairs, checking every name and value.
 
@@ -186,6 +212,8 @@ def _entry(kind_name, items, where, *, allow_missing_noise=False, spell=flag):
             common["count"] = _count(value, where, spell(param))
         elif param == "sampling_probability":
             common["sampling_probability"] = _number(value, where, spell(param))
+        elif param in kind.integers:
+            params[param] = _integer(value, where, spell(param))
         elif param in kind.params():
             params[param] = _number(value, where, spell(param))
         else:
@@ -197,14 +225,9 @@ def _entry(kind_name, items, where, *, allow_missing_noise=False, spell=flag):
     entry = Entry(kind, params, **common)
     if not missing:
         entry.build()  # validate the values now (the mechanisms raise ValueError with the message shape)
-    elif entry.sampling_probability != 1.0:
-        PoissonSubsampled(kind.factory(**_placeholder(kind)), sampling_probability=entry.sampling_probability)
+    elif entry.sampling_probability != 1.0 or len(kind.required) > 1:
+        entry.build(**{kind.noise: kind.initial[1]})  # validate everything but the noise to calibrate
     return entry
-
-
-def _placeholder(kind):
-    values = {**kind.optional, kind.noise: kind.initial[1]}
-    return {_ARGUMENT_NAMES.get(k, k): v for k, v in values.items()}
 
 
 def entries_from_items(items, *, allow_missing_noise=False):

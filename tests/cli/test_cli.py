@@ -380,3 +380,44 @@ def test_non_finite_numbers_in_json_output_are_strings(capsys):
     (rdp,) = data["results"]
     assert rdp["delta"] == 0.0 and rdp["order"] == "inf"
     assert np.isinf(float(rdp["order"]))
+
+
+# ------------------------------------------------------------------------------------ Private-kNN mechanisms
+def test_private_knn_mechanisms_equal_the_api(capsys):
+    from mechanisms.noisy_aggregation import NoisyArgmax
+    from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+
+    argv = ["--mechanism", "noisy-screening", "--k", "300", "--threshold", "210", "--sigma", "85",
+            "--num-classes", "10", "--sampling-probability", "0.2", "--count", "1000",
+            "--mechanism", "noisy-argmax", "--sigma", "20", "--sampling-probability", "0.2", "--count", "700"]
+    data = run_json(capsys, "epsilon", *argv, "--delta", "1e-5", "--accountant", "both")
+    screen = subsampled_screening(NoisyScreening(k=300, threshold=210.0, sigma=85.0, num_classes=10), 0.2)
+    vote = PoissonSubsampled(NoisyArgmax(sigma=20.0), sampling_probability=0.2)
+    rdp = RDPAccountant().compose(screen, count=1000).compose(vote, count=700)
+    assert data["results"][0]["epsilon"] == rdp.get_epsilon(1e-5)
+    fourier = FourierAccountant().compose(screen.dominating_gaussian, count=1000).compose(vote, count=700)
+    assert data["results"][1]["epsilon"] == fourier.get_epsilon(1e-5)
+    assert "dominating pair" in data["results"][1]["method"]
+    calibrated = run_json(capsys, "calibrate", "--mechanism", "noisy-argmax", "--sampling-probability", "0.2",
+                          "--count", "1000", "--epsilon", "2", "--delta", "1e-5")
+    sigma = calibrated["value"]
+
+    def epsilon(s):
+        return RDPAccountant().compose(PoissonSubsampled(NoisyArgmax(sigma=s), sampling_probability=0.2),
+                                       count=1000).get_epsilon(1e-5)
+
+    assert epsilon(sigma) <= 2.0 < epsilon(sigma * (1 - 1e-4))
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--mechanism", "noisy-screening", "--k", "300", "--threshold", "210", "--sigma", "85"], "--num-classes"),
+        (["--mechanism", "noisy-screening", "--k", "3.5", "--threshold", "2", "--sigma", "8", "--num-classes", "2"],
+         "invalid int value"),
+        (["--mechanism", "noisy-argmax", "--sigma", "2", "--sensitivity", "3"], "--sensitivity does not apply"),
+    ],
+)
+def test_bad_private_knn_mechanisms(capsys, argv, match):
+    code, out, err = run(capsys, "epsilon", *argv, "--delta", "1e-5")
+    assert code == 2 and out == "" and "Traceback" not in err and match in err, err
