@@ -35,6 +35,9 @@ describing a composition:
     {{"mechanisms": [{{"mechanism": "gaussian", "sigma": 1.1, "sampling_probability": 0.01, "count": 10000}},
                     {{"mechanism": "laplace", "scale": 20, "count": 50}}]}}
   All numbers are for the add-or-remove-one neighbouring relation.
+
+example (DP-SGD: 10,000 steps, noise multiplier 1.1, sampling probability 0.01):
+  dpledger epsilon --mechanism gaussian --sigma 1.1 --sampling-probability 0.01 --count 10000 --delta 1e-5
 """
 
 
@@ -55,6 +58,15 @@ class _EntryItem(argparse.Action):
         items = list(getattr(namespace, "entry_items", None) or [])
         items.append((self.dest, values))
         namespace.entry_items = items
+
+
+def _version():
+    from importlib import metadata
+
+    try:
+        return metadata.version("dpledger")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def _add_composition_options(parser, *, calibrate=False):
@@ -93,6 +105,7 @@ def build_parser():
         description="Differential-privacy accounting and private prediction. Every privacy number printed is a "
         "proven upper bound unless it is labelled an estimate.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     epilog = _SPEC_HELP.format(kinds=_kinds_help())
@@ -213,12 +226,25 @@ def main(argv=None):
     except (ValueError, TypeError) as err:  # bad values, from our checks or from the library's validation
         _error(command, err)
         return 2
+    except BrokenPipeError:  # the reader went away (``dpledger ... | head``): stop quietly
+        _silence_stdout()
+        return 141
     except (DPLedgerError, OSError) as err:  # valid request that cannot be answered (accuracy, missing data)
         _error(command, err)
         return 1
     except KeyboardInterrupt:
         print(f"{PROG} {command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout():
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured output)
+        pass
 
 
 def _error(command, err):

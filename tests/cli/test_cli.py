@@ -421,3 +421,8 @@ def test_private_knn_mechanisms_equal_the_api(capsys):
 def test_bad_private_knn_mechanisms(capsys, argv, match):
     code, out, err = run(capsys, "epsilon", *argv, "--delta", "1e-5")
     assert code == 2 and out == "" and "Traceback" not in err and match in err, err
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("dpledger ")
