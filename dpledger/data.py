@@ -116,13 +116,22 @@ def _pair(paths, what, *, labels_required):
     return X, _labels(_read(paths[1], flag), X.shape[0], what)
 
 
-def load_files(private, queries):
-    """:class:`Arrays` from the paths given to ``--private`` and ``--queries``."""
+def load_files(private, queries, *, num_classes=None):
+    """:class:`Arrays` from the paths given to ``--private`` and ``--queries``.
+
+    ``num_classes`` is the public size of the label domain; without it the domain is taken from the labels
+    (which is right only when it is public knowledge; the description says so).
+    """
     X, y = _pair(private, "private", labels_required=True)
     Q, yq = _pair(queries, "query", labels_required=False)
     if Q.shape[1] != X.shape[1]:
         raise ValueError(f"query features have {Q.shape[1]} columns but private features have {X.shape[1]}.")
-    num_classes = int(max(y.max(), -1 if yq is None else yq.max())) + 1
+    largest = int(max(y.max(), -1 if yq is None else yq.max()))
     description = (f"files: {X.shape[0]} private records, {Q.shape[0]} queries"
                    f"{'' if yq is None else ' with labels'}, {X.shape[1]} features")
-    return Arrays(X, y, Q, yq, description, max(num_classes, 2))
+    if num_classes is None:
+        num_classes = max(largest + 1, 2)
+        description += f"; label domain 0..{num_classes - 1} taken from the labels (assumed public)"
+    elif largest >= num_classes:
+        raise ValueError(f"--num-classes is {num_classes} but the labels go up to {largest}.")
+    return Arrays(X, y, Q, yq, description, int(num_classes))

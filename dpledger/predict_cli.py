@@ -68,6 +68,8 @@ def add_parsers(sub):
     data.add_argument("--queries", nargs="+", metavar="PATH",
                       help="queries: q.npz (X, optional y) or Q.npy [y.npy]; with labels, accuracy is printed")
     data.add_argument("--n-queries", type=_positive_int, metavar="N", help="answer only the first N queries")
+    data.add_argument("--num-classes", type=_positive_int, metavar="C",
+                      help="size of the (public) label domain 0..C-1 for files (default: from the labels)")
     priv = p.add_argument_group("privacy")
     priv.add_argument("--epsilon", type=_positive_float,
                       help="Ind-KNN: every record's budget; Private-kNN: the noise is calibrated so that all "
@@ -119,10 +121,12 @@ def _arrays(args):
 
     if args.data is not None and (args.private or args.queries):
         raise ValueError("give either --data or --private with --queries, not both.")
+    if args.data is not None and args.num_classes is not None:
+        raise ValueError("--num-classes is for --private/--queries files; the built-in data sets know theirs.")
     if args.data is not None:
         arrays = data.load_builtin(args.data, features=args.features)  # the fixed split; --random-state is noise
     elif args.private and args.queries:
-        arrays = data.load_files(args.private, args.queries)
+        arrays = data.load_files(args.private, args.queries, num_classes=args.num_classes)
     else:
         raise ValueError("no data: give --data NAME (digits, fashion-mnist, mnist) or --private ... --queries ....")
     return arrays.first(args.n_queries)

@@ -89,7 +89,7 @@ def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, ker
         clf = IndKNNClassifier(
             epsilon=epsilon, delta=delta, tau=tau, sigma2=sigma2, sigma1=sigma1, kernel=kernel, search=search,
             min_count=min_count, accounting=accounting, n_queries=max(arrays.n_queries, 1),
-            random_state=random_state,
+            n_classes=arrays.num_classes, random_state=random_state,
         ).fit(arrays.X_private, arrays.y_private)
     before_queries, before_answered = int(clf.n_queries_), int(clf.n_answered_)
     pred = _answer_in_chunks(clf, arrays.X_query, progress)

@@ -257,3 +257,17 @@ def test_state_file_refuses_other_data_or_another_budget(capsys, tmp_path):
     assert state.read_bytes() == before  # a refused run leaves the budgets untouched
     code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--state", str(state), "--quiet")
     assert code == 2 and "needs --method ind-knn" in err
+
+
+def test_label_domain_of_files(capsys, blobs):
+    path, X, y, Q, yq = blobs
+    files = ["--private", str(path / "private.npz"), "--queries", str(path / "queries.npz")]
+    inferred = run_json(capsys, "predict", "--method", "ind-knn", *files, "--epsilon", "2", "--tau", "0.9")
+    assert "taken from the labels (assumed public)" in inferred["data"]
+    given = run_json(capsys, "predict", "--method", "private-knn", *files, "--num-classes", "3", "--sigma-vote",
+                     "2", "--k", "20")
+    assert "assumed public" not in given["data"]
+    code, _, err = run(capsys, "predict", "--method", "knn", *files, "--num-classes", "1", "--quiet")
+    assert code == 2 and "labels go up to 1" in err
+    code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--num-classes", "10", "--quiet")
+    assert code == 2 and "built-in data sets know theirs" in err
