@@ -171,3 +171,16 @@ class LedgerMachine(RuleBasedStateMachine):
 
 LedgerMachine.TestCase.settings = settings(max_examples=15, stateful_step_count=6, deadline=None)
 TestLedgerMachine = LedgerMachine.TestCase
+
+
+def test_dp_accounting_noise_calibration_with_our_accountant():
+    # dp_accounting's own calibration driver, with our accountant: the noise meets the target and is never more
+    # than with dp_accounting's RdpAccountant (our RDP bound is at least as tight).
+    def event(sigma):
+        return ev.SelfComposedDpEvent(ev.PoissonSampledDpEvent(0.01, ev.GaussianDpEvent(sigma)), 1000)
+
+    bracket = dpa.ExplicitBracketInterval(0.3, 10.0)
+    ours = dpa.calibrate_dp_mechanism(DPAccountingAccountant, event, 1.0, 1e-5, bracket_interval=bracket, tol=1e-4)
+    theirs = dpa.calibrate_dp_mechanism(dpa.rdp.RdpAccountant, event, 1.0, 1e-5, bracket_interval=bracket, tol=1e-4)
+    assert DPAccountingAccountant().compose(event(ours)).get_epsilon(1e-5) <= 1.0
+    assert ours <= theirs + 1e-4
