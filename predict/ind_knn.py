@@ -55,7 +55,7 @@ import numpy as np
 import torch
 
 from accountants import individual_conversions as _conv
-from accountants.individual_filter import IndividualRenyiFilter, budget_for
+from accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
 from predict._common import check_features, check_fitted, check_labels
 from predict.neighbours import ExactSearch, LSHSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
 
@@ -223,6 +223,7 @@ class IndKNNClassifier:
         self._median_spend = np.zeros((0, 2))
         self._sorted_spend = np.zeros(X.shape[0])
         self._log = []
+        self._sync()
         self.n_queries_ = 0
         self.n_answered_ = 0
         return self
@@ -269,10 +270,9 @@ class IndKNNClassifier:
         """One query of Algorithm 3 on its selected pairs; charges the filter, then releases the argmax."""
         f = self.filter_
         B = self.budget_
-        spent = f.spent
-        keep = f.active[idx]
+        keep = self._active_m[idx]
         idx, kap = idx[keep], kap[keep]
-        old = spent[idx]
+        old = self._spent_m[idx]
         z = np.maximum(B - old, 0.0)
         # Noisy count: contribution c_i, charge c_i^2 / (2 sigma1^2), clipped to what is left (rule 3).
         s1 = self.sigma1_
@@ -304,11 +304,22 @@ class IndKNNClassifier:
         votes = votes + (s2 * math.sqrt(K)) * noise[1:]
         if not np.isfinite(votes).all():  # rule 4: never reached for finite inputs; refuse rather than leak
             raise FloatingPointError("Ind-KNN votes are not finite; refusing to release an argmax.")
-        new = np.where(ok1, old + charge1, old)  # the filter's own arithmetic, so the audit matches it exactly
-        self._log.append((idx, old, np.where(ok2, new + charge2, new)))
+        new = np.where(ok1, old + charge1, old)  # the filter's own arithmetic, so the mirrors match it exactly
+        new = np.where(ok2, new + charge2, new)
+        self._log.append((idx, old, new))
+        if (~ok1).any() or (~ok2 & live).any():
+            self._sync()  # a refusal (the filter changed behind our back): take its state as it is
+        else:
+            self._spent_m[idx] = new
+            self._active_m[idx[done | (new >= B * (1.0 - RTOL))]] = False
         self.n_queries_ += 1
         self.n_answered_ += 1
         return int(np.argmax(votes))
+
+    def _sync(self):
+        """Mirror the filter's spends and active flags (read per query without copying the whole filter)."""
+        self._spent_m = self.filter_.spent
+        self._active_m = self.filter_.active
 
     # ------------------------------------------------------------------------------------------- the audit
     def _flush(self):
@@ -375,6 +386,7 @@ class IndKNNClassifier:
         self.search_.add(X)
         new = self.filter_.add(X.shape[0])
         self.y_ = np.concatenate([self.y_, y])
+        self._sync()
         self._sorted_spend = np.concatenate([np.zeros(X.shape[0]), self._sorted_spend])
         return new.astype(np.int64)
 
@@ -385,6 +397,7 @@ class IndKNNClassifier:
         before = self.filter_.removed
         self.filter_.remove(indices)  # validates the indices
         gone = np.flatnonzero(self.filter_.removed & ~before)
+        self._sync()
         if gone.size:
             spent = self.filter_.spent[gone]
             self._sorted_spend = _replace_sorted(self._sorted_spend, spent, None)
@@ -445,6 +458,7 @@ class IndKNNClassifier:
         self._median_spend = np.asarray(state["median_spend"], dtype=np.float64).copy()
         self._sorted_spend = np.sort(filt.spent[~filt.removed])
         self._log = []
+        self._sync()
         self.n_queries_ = int(state["n_queries"])
         self.n_answered_ = int(state["n_answered"])
         return self

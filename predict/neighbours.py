@@ -330,6 +330,16 @@ class LSHSearch(ExactSearch):
         return out
 
     def _pairs_prepared(self, tq, tau):
+        # Thousands of small products: torch's intra-op thread pool costs more than it gains on them (and much
+        # more on a loaded machine), so they run on one thread; the previous setting is restored.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self._bucket_pairs(tq, tau)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _bucket_pairs(self, tq, tau):
         nq = int(tq.shape[0])
         keys = []
         vals = []

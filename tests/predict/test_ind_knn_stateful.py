@@ -83,6 +83,9 @@ class IndKNNMachine(RuleBasedStateMachine):
         np.testing.assert_allclose(self.clf.filter_.spent, self.ref.spent, rtol=1e-6, atol=1e-12)
         np.testing.assert_array_equal(self.clf.filter_.retired, self.ref.retired)
         np.testing.assert_array_equal(self.clf.filter_.removed, self.ref.removed)
+        # the classifier's per-query mirrors of the filter (read without copying it) are exact
+        np.testing.assert_array_equal(self.clf._spent_m, self.clf.filter_.spent)
+        np.testing.assert_array_equal(self.clf._active_m, self.clf.filter_.active)
 
     @invariant()
     def budgets_hold(self):
