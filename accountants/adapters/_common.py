@@ -6,6 +6,7 @@ import numpy as np
 
 from accountants.fourier_accountant import FourierAccountant
 from accountants.rdp_accountant import RDPAccountant
+from mechanisms.base import Mechanism
 from mechanisms.errors import DPLedgerWarning
 
 __all__ = ["METHODS", "check_method", "make_accountant", "epsilon_report", "delta_report", "contains"]
@@ -31,6 +32,8 @@ def contains(mechanism, cls):
     """Whether ``mechanism`` or any mechanism nested in it (through ``mechanism`` / ``mechanisms``) is a ``cls``."""
     if isinstance(mechanism, cls):
         return True
+    if not isinstance(mechanism, Mechanism):
+        return False
     inner = getattr(mechanism, "mechanism", None)
     if inner is not None and not isinstance(inner, (list, tuple)) and contains(inner, cls):
         return True
