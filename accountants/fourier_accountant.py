@@ -12,20 +12,27 @@ from scipy import optimize
 from accountants.conversions import minimize_over_orders
 from accountants.fourier_inversion import (
     MAX_DAMPING,
+    MAX_DAMPING_CLOSED_FORM,
     Bounds,
     chernoff_log_delta,
+    complement_damping,
     invert,
     log_chernoff_constant,
     make_plan,
 )
 from accountants.report import PrivacyReport
-from mechanisms import _validate
+from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
 from mechanisms.errors import DPLedgerError, MissingCapabilityError
 from mechanisms.gaussian import GaussianMechanism
+from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
 from mechanisms.relations import Direction, NeighboringRelation
 
 __all__ = ["FourierAccountant", "AccuracyError"]
+
+
+#: Below this Chernoff-optimal damping, delta(epsilon) is first priced through 1 - delta (negative damping).
+COMPLEMENT_SWITCH = 0.05
 
 
 class AccuracyError(DPLedgerError):
@@ -61,6 +68,7 @@ class FourierAccountant:
         self._rtol = _validate.positive(rtol, "rtol", "FourierAccountant")
         self._max_terms = _validate.positive_int(max_terms, "max_terms", "FourierAccountant")
         self._entries = {}
+        self._compiled = self._closed = None
 
     # ------------------------------------------------------------------ state
     @property
@@ -82,6 +90,8 @@ class FourierAccountant:
             raise TypeError(
                 f"`mechanism` of FourierAccountant.compose must be a Mechanism; got {type(mechanism).__name__}."
             )
+        if type(mechanism) is GaussianMechanism or _two_point_loss(mechanism) is not None:
+            return  # closed forms that always exist
         probe = np.array([0.5, 0.5 + 1.0j])
         for direction in Direction:
             mechanism.log_mgf(probe, direction)
@@ -89,55 +99,123 @@ class FourierAccountant:
     def compose(self, mechanism, count=1):
         """Add ``count`` runs of ``mechanism``; returns ``self``. Transactional (checks first)."""
         count = _validate.positive_int(count, "count", "FourierAccountant.compose")
-        if mechanism not in self._entries:
+        if not isinstance(mechanism, Mechanism) or mechanism not in self._entries:
             self._check(mechanism)
         self._entries[mechanism] = self._entries.get(mechanism, 0) + count
+        self._compiled = self._closed = None
         return self
+
+    def _compile(self):
+        """The ledger grouped for vectorised evaluation: Gaussian losses merged into one (summed ``mu^2``),
+        two-point losses (randomized response, pure DP) as arrays of ``(E, count)`` with equal ``E`` merged,
+        and the rest as ``(mechanism, count)`` pairs."""
+        if self._compiled is None:
+            mu2, two_point, others = 0.0, {}, []
+            for m, n in self._entries.items():
+                e = _two_point_loss(m)
+                if type(m) is GaussianMechanism:
+                    mu2 += n / m.noise_multiplier**2
+                elif e is not None:
+                    two_point[e] = two_point.get(e, 0) + n
+                else:
+                    others.append((m, n))
+            e_values = np.array(sorted(two_point), dtype=np.float64)
+            counts = np.array([two_point[e] for e in e_values], dtype=np.float64)
+            self._compiled = (mu2, e_values, counts, tuple(others))
+        return self._compiled
 
     def log_mgf(self, s, direction=Direction.REMOVE):
         """``log E_P[e^(sL)]`` of the composed privacy loss for one direction (zero for an empty ledger)."""
+        if not isinstance(direction, Direction):
+            raise TypeError(f"`direction` of FourierAccountant.log_mgf must be a Direction; got {direction!r}.")
+        try:
+            arr = np.asarray(s, dtype=np.complex128)
+        except (TypeError, ValueError):
+            raise TypeError(f"`s` of FourierAccountant.log_mgf must be complex numbers; got {s!r}.") from None
+        if np.isnan(arr).any():
+            raise ValueError("`s` of FourierAccountant.log_mgf must be numbers; got nan.")
+        return self._log_mgf(arr, direction)
+
+    def _log_mgf(self, s, direction):
         s = np.asarray(s, dtype=np.complex128)
-        total = np.zeros(s.shape, dtype=np.complex128)
-        # Gaussian privacy losses compose in closed form: one Gaussian with the summed mu^2.
-        mu2 = sum(n / m.noise_multiplier**2 for m, n in self._entries.items() if type(m) is GaussianMechanism)
-        if mu2:
-            total = total + GaussianMechanism(sigma=mu2**-0.5).log_mgf(s, direction)
-        for mechanism, count in self._entries.items():
-            if type(mechanism) is not GaussianMechanism:
-                total = total + count * mechanism.log_mgf(s, direction)
+        mu2, e_values, counts, others = self._compile()
+        # Gaussian and two-point pairs are symmetric: both directions share one M.
+        total = privacy_loss.gaussian_log_mgf(s, 1.0) * mu2 if mu2 else np.zeros(s.shape, dtype=np.complex128)
+        if e_values.size:
+            total = total + _two_point_log_mgf(s, e_values, counts)
+        for mechanism, count in others:
+            total = total + count * mechanism.log_mgf(s, direction)
         return total
 
     def _log_mgf_sup(self, direction):
+        mu2, e_values, counts, others = self._compile()
+
         def sup(kappa, u_min):
             c = kappa if direction is Direction.REMOVE else -1.0 - kappa
-            mu2 = sum(n / m.noise_multiplier**2 for m, n in self._entries.items() if type(m) is GaussianMechanism)
-            total = GaussianMechanism(sigma=mu2**-0.5).log_mgf_sup(c, u_min) if mu2 else 0.0
-            return float(total + sum(
-                n * m.log_mgf_sup(c, u_min) for m, n in self._entries.items() if type(m) is not GaussianMechanism
-            ))
+            total = 0.5 * mu2 * (c * (c + 1.0) - u_min * u_min)  # Gaussian: exact, decreasing in |u|
+            if e_values.size:  # two-point losses do not decay: |M(c + iu)| <= M(c)
+                total += float(np.real(_two_point_log_mgf(np.array([complex(c)]), e_values, counts)[0]))
+            return float(total + sum(n * m.log_mgf_sup(c, u_min) for m, n in others))
 
         return sup
 
+    def _two_point_lattice(self):
+        """Exact enumeration (:class:`_TwoPointLedger`) when the ledger has only two-point losses (randomized
+        response, pure DP) with at most ``_MAX_ATOMS`` composed outcomes; None otherwise. Their characteristic
+        functions do not decay, so Fourier inversion would need ~1/rtol nodes."""
+        mu2, e_values, counts, others = self._compile()
+        if mu2 or others or not e_values.size:
+            return None
+        keep = e_values > 0.0
+        if float(np.prod(counts[keep] + 1.0)) > _MAX_ATOMS:
+            return None
+        return _TwoPointLedger(e_values[keep], counts[keep])
+
+    def _max_damping(self):
+        """Damping cap: large for closed-form ledgers (cost independent of the tilt), small where a quadrature's
+        range grows with the tilt (Poisson-subsampled mechanisms)."""
+        return MAX_DAMPING_CLOSED_FORM if self.certified else MAX_DAMPING
+
     def pure_epsilon(self):
         """Basic composition of the mechanisms' pure-DP epsilons (inf if any has none): delta is 0 above it."""
-        return float(sum(n * float(m.rdp(np.inf)) for m, n in self._entries.items()))
+        mu2, e_values, counts, others = self._compile()
+        if mu2:
+            return float("inf")
+        return float(np.dot(counts, e_values) + sum(n * float(m.rdp(np.inf)) for m, n in others))
 
     @property
     def certified(self):
         """Whether every characteristic function in the ledger is in closed form (so the error bounds are
         proofs, up to float64 rounding which is bounded too)."""
-        return all(_closed_form(m) for m in self._entries)
+        if self._closed is None:
+            self._closed = all(_closed_form(m) for m in self._entries)
+        return self._closed
 
     # ------------------------------------------------------------------ delta
     def _direction_bounds(self, direction, epsilon, plan=None):
-        lm = lambda s: self.log_mgf(s, direction)  # noqa: E731
+        lm = lambda s: self._log_mgf(s, direction)  # noqa: E731
         sup = self._log_mgf_sup(direction)
-        log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon)
+        log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon,
+                                                 self._max_damping())
         if log_chernoff < -700.0:
             return Bounds(0.0, 0.0, float(np.exp(log_chernoff))), None
+        if kappa < COMPLEMENT_SWITCH:
+            # Far below the mean of L the best damping is ~0 and delta is large: price 1 - delta on a contour
+            # left of the pole at 0 instead (absolute errors, small against a large delta).
+            negative = complement_damping(lm, epsilon)
+            tolerance = self._rtol * 1e-3
+            for _ in range(3):
+                plan = make_plan(lm, sup, epsilon, tolerance, max_terms=self._max_terms, kappa=negative)
+                bounds, errors = invert(plan, epsilon)
+                if bounds.upper - bounds.lower <= self._rtol * bounds.estimate:
+                    return bounds, plan
+                if bounds.estimate <= 0.0 or tolerance <= self._rtol * bounds.estimate / 16:
+                    break
+                tolerance = self._rtol * bounds.estimate / 16
         tolerance = self._rtol * np.exp(log_chernoff) * 1e-3
         for _ in range(4):
-            plan = make_plan(lm, sup, epsilon, tolerance, max_terms=self._max_terms, kappa=kappa)
+            plan = make_plan(lm, sup, epsilon, tolerance, max_terms=self._max_terms, kappa=kappa,
+                             max_damping=self._max_damping())
             bounds, errors = invert(plan, epsilon)
             if bounds.upper - bounds.lower <= self._rtol * max(bounds.estimate, 1e-300) or bounds.upper == 0.0:
                 return bounds, plan
@@ -147,7 +225,7 @@ class FourierAccountant:
         raise AccuracyError(
             f"FourierAccountant could not certify delta({epsilon}) to rtol={self._rtol} ({direction.value}): "
             f"bounds {tuple(bounds)} with damping {plan.kappa:.4g}, period {plan.period:.4g}, "
-            f"{errors['nodes']} nodes (max_terms={self._max_terms}); errors {errors}."
+            f"{errors['nodes']} nodes (max_terms={self._max_terms}); errors {errors}. {_hint(errors)}"
         )
 
     def delta_bounds(self, epsilon):
@@ -156,6 +234,9 @@ class FourierAccountant:
         epsilon = _validate.nonnegative(epsilon, "epsilon", "FourierAccountant.get_delta")
         if not self._entries or epsilon >= self.pure_epsilon():
             return Bounds(0.0, 0.0, 0.0)
+        lattice = self._two_point_lattice()
+        if lattice is not None:
+            return lattice.delta_bounds(epsilon)
         parts = [self._direction_bounds(d, epsilon)[0] for d in Direction]
         return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
 
@@ -164,17 +245,19 @@ class FourierAccountant:
         return self.delta_bounds(epsilon).upper
 
     def privacy_profile(self, epsilons):
-        """``(lower, estimate, upper)`` arrays of delta over a grid of epsilons."""
-        values = np.array([tuple(self.delta_bounds(e)) for e in np.asarray(epsilons, dtype=float).ravel()])
+        """``(lower, estimate, upper)`` arrays of delta over a grid of epsilons (1-D, in the order given)."""
+        grid = _real_array(epsilons, "epsilons", "FourierAccountant.privacy_profile").ravel()
+        values = np.array([tuple(self.delta_bounds(float(e))) for e in grid]).reshape(grid.size, 3)
         return values[:, 0], values[:, 1], values[:, 2]
 
     def tradeoff_curve(self, alphas, epsilons=None):
         """Lower bound on the trade-off function (f-DP): ``beta(a) >= max_eps max(0, 1 - d(eps) - e^eps a,
         e^-eps (1 - d(eps) - a))`` over a grid of epsilons (thesis Lemma 3.1.4 (2)), with the upper delta."""
-        alphas = np.asarray(alphas, dtype=float)
+        alphas = _real_array(alphas, "alphas", "FourierAccountant.tradeoff_curve")
         if ((alphas < 0) | (alphas > 1) | np.isnan(alphas)).any():
             raise ValueError("`alphas` of FourierAccountant.tradeoff_curve must be in [0, 1].")
-        eps = np.linspace(0.0, 20.0, 201) if epsilons is None else np.asarray(epsilons, dtype=float)
+        eps = np.linspace(0.0, 20.0, 201) if epsilons is None else (
+            _real_array(epsilons, "epsilons", "FourierAccountant.tradeoff_curve").ravel())
         deltas = self.privacy_profile(eps)[2]
         e = eps[:, None]
         d = deltas[:, None]
@@ -190,8 +273,11 @@ class FourierAccountant:
         no cap on epsilon (the bracket comes from the Chernoff bound of the same characteristic functions).
         """
         delta = _validate.open_unit_interval(delta, "delta", "FourierAccountant.get_epsilon")
-        if not self._entries:
+        if not self._entries or self.pure_epsilon() == 0.0:
             return Bounds(0.0, 0.0, 0.0)
+        lattice = self._two_point_lattice()
+        if lattice is not None:
+            return lattice.epsilon_bounds(delta, self.pure_epsilon())
         log_delta = np.log(delta)
         out = []
         for direction in Direction:
@@ -200,7 +286,7 @@ class FourierAccountant:
         return Bounds(*(min(max(getattr(b, f) for b in out), pure) for f in ("lower", "estimate", "upper")))
 
     def _direction_epsilon(self, direction, log_delta):
-        lm = lambda s: self.log_mgf(s, direction)  # noqa: E731
+        lm = lambda s: self._log_mgf(s, direction)  # noqa: E731
         sup = self._log_mgf_sup(direction)
         delta = float(np.exp(log_delta))
         # Chernoff (improved RDP) epsilon of the same characteristic functions: a valid upper bracket.
@@ -209,15 +295,16 @@ class FourierAccountant:
             log_m = np.real(lm(kappa.astype(np.complex128)))
             return (log_m + log_chernoff_constant(kappa) - log_delta) / kappa
 
-        grid = 1.0 + np.geomspace(1e-3, 1e3, 41)
-        opt = minimize_over_orders(objective, grid, objective(grid), max_order=1e7)
+        cap = self._max_damping()
+        grid = 1.0 + np.geomspace(1e-3, min(1e3, cap), 41)
+        opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
         hi, kappa = max(opt.value, 0.0), opt.order - 1.0
-        if kappa > MAX_DAMPING:  # the Chernoff epsilon at the capped damping is a valid (larger) bracket
-            kappa = MAX_DAMPING
+        if kappa > cap:  # the Chernoff epsilon at the capped damping is a valid (larger) bracket
+            kappa = cap
             hi = max(hi, float(objective(np.array([1.0 + kappa]))[0]))
         tolerance = self._rtol * delta / 16.0
-        for _ in range(3):
-            plan = make_plan(lm, sup, hi, tolerance, max_terms=self._max_terms, kappa=kappa)
+        for _ in range(4):
+            plan = make_plan(lm, sup, hi, tolerance, max_terms=self._max_terms, kappa=kappa, max_damping=cap)
 
             def log_excess(eps, field):
                 return np.log(max(getattr(invert(plan, eps)[0], field), 1e-320)) - log_delta
@@ -237,19 +324,23 @@ class FourierAccountant:
                         f"(max_terms={self._max_terms}), rtol={self._rtol}."
                     )
                 upper = optimize.brentq(lambda e: log_excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
-                while log_excess(upper, "upper") > 0:
-                    upper = upper + max(abs(upper), 1e-12) * 1e-12
+                step = max(abs(upper) * 1e-12, 1e-300)
+                while log_excess(upper, "upper") > 0:  # brentq's root may sit just below: step up to `top`
+                    upper, step = min(upper + step, top), 2.0 * step
             at_upper, errors = invert(plan, upper)
             if at_upper.upper - at_upper.lower <= self._rtol * max(at_upper.estimate, 1e-300) or upper == 0.0:
                 break
-            hi, tolerance = upper, tolerance / 16.0
-            kappa = None
+            # The plan was made for the Chernoff bracket; the errors grow below it. Plan again at the epsilon
+            # found (same tolerance); only if that was already done, tighten the tolerance.
+            if abs(hi - upper) <= 1e-3 * upper:
+                tolerance = tolerance / 16.0
+            hi, kappa = upper, None
         else:
             raise AccuracyError(
                 f"FourierAccountant could not certify epsilon at delta={delta} to rtol={self._rtol} "
                 f"({direction.value}): at epsilon {upper:.10g} delta is in [{at_upper.lower:.6g}, "
                 f"{at_upper.upper:.6g}] with damping {plan.kappa:.4g}, period {plan.period:.4g}, "
-                f"{errors['nodes']} nodes (max_terms={self._max_terms}); errors {errors}."
+                f"{errors['nodes']} nodes (max_terms={self._max_terms}); errors {errors}. {_hint(errors)}"
             )
         top = max(upper, 1e-12) * 1.01 + 1e-9
         estimate = 0.0
@@ -313,3 +404,126 @@ def _closed_form(mechanism):
     if isinstance(mechanism, PoissonSubsampled):
         return mechanism.sampling_probability in (0.0, 1.0) and _closed_form(mechanism.mechanism)
     return not isinstance(mechanism, ContinuousPairMechanism)
+
+
+def _two_point_loss(mechanism):
+    """``E`` if the mechanism's dominating pair is (Bernoulli(p*), Bernoulli(1 - p*)) with loss ``+-E`` (randomized
+    response with 0 < p < 1, pure DP), else None."""
+    if type(mechanism) is RandomizedResponse and 0.0 < mechanism.p < 1.0:
+        return abs(float(np.log(mechanism.p) - np.log1p(-mechanism.p)))
+    if type(mechanism) is PureDPMechanism:
+        return float(mechanism.epsilon)
+    return None
+
+
+def _two_point_log_mgf(s, e_values, counts, block=1 << 20):
+    """``sum_j n_j log(p*_j e^(s E_j) + (1 - p*_j) e^(-s E_j))`` (``privacy_loss.bernoulli_log_mgf`` for many
+    ``E_j`` at once, in blocks of at most ``block`` matrix entries)."""
+    s = np.asarray(s, dtype=np.complex128)
+    flat = s.reshape(-1)
+    flat = np.where(flat.real < -0.5, -1.0 - flat, flat)  # symmetric pair: M(s) = M(-1 - s)
+    log_p = -np.log1p(np.exp(-e_values))
+    out = np.empty(flat.shape, dtype=np.complex128)
+    rows = max(1, block // max(e_values.size, 1))
+    for start in range(0, flat.size, rows):
+        z = flat[start : start + rows, None]
+        terms = log_p + z * e_values + np.log1p(np.exp(-e_values - 2.0 * z * e_values))
+        out[start : start + rows] = terms @ counts
+    return out.reshape(s.shape)
+
+
+def _real_array(values, name, owner):
+    """``values`` as a float64 array; TypeError naming the parameter if they are not real numbers."""
+    try:
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError
+        return arr.astype(np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` of {owner} must be real numbers; got {values!r}.") from None
+
+
+#: Largest number of composed outcomes enumerated exactly for ledgers of two-point losses.
+_MAX_ATOMS = 1 << 18
+_EPS = np.finfo(np.float64).eps
+
+
+class _TwoPointLedger:
+    """Exact privacy profile of a composition of two-point losses ``+-E_i`` (``n_i`` runs each), with float64
+    rounding bounded.
+
+    Outcome ``j = (j_1, ...)`` (``j_i`` runs at ``+E_i``) has loss ``l_j = sum (2 j_i - n_i) E_i`` and
+    probability ``prod C(n_i, j_i) p_i^j_i (1 - p_i)^(n_i - j_i)``, ``p_i = 1 / (1 + e^-E_i)``;
+    ``delta(eps) = sum_j P_j (1 - e^(eps - l_j))_+``. The pairs are symmetric, so both directions agree.
+    Rounding: each loss is within ``eta`` of its exact value and each log-probability within ``rho``, both from
+    the magnitudes of the summands; ``upper`` / ``lower`` shift every loss by ``+-eta`` and scale by
+    ``e^(+-rho)``, and the summation error (positive terms) is added relatively.
+    """
+
+    def __init__(self, e_values, counts):
+        from scipy import special
+
+        loss, log_p = np.zeros(1), np.zeros(1)
+        loss_mag, logp_mag = 0.0, 0.0
+        for e, n in zip(e_values, counts):
+            n = int(n)
+            j = np.arange(n + 1, dtype=np.float64)
+            log_pos = -np.log1p(np.exp(-e))  # log p*
+            log_neg = log_pos - e  # log (1 - p*)
+            log_binom = special.gammaln(n + 1.0) - special.gammaln(j + 1.0) - special.gammaln(n - j + 1.0)
+            group_log_p = log_binom + j * log_pos + (n - j) * log_neg
+            group_loss = (2.0 * j - n) * e
+            loss = (loss[:, None] + group_loss[None, :]).ravel()
+            log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
+            loss_mag += n * e
+            logp_mag += 3.0 * special.gammaln(n + 1.0) + n * (abs(log_pos) + abs(log_neg))
+        self.loss = loss
+        self.prob = np.exp(log_p)
+        self.eta = 8.0 * _EPS * (loss_mag + 1.0) * (len(e_values) + 1)
+        self.rho = 8.0 * _EPS * (logp_mag + 1.0) * (len(e_values) + 1)
+
+    def delta_bounds(self, epsilon):
+        def total(shift):
+            terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
+            return float(np.sum(terms))
+
+        slack = _EPS * (np.log2(self.loss.size) + 4.0)
+        upper = min(total(-self.eta) * np.exp(self.rho) * (1.0 + slack), 1.0)
+        lower = max(total(self.eta) * np.exp(-self.rho) * (1.0 - slack), 0.0)
+        estimate = min(max(total(0.0), lower), upper)
+        return Bounds(lower=lower, estimate=estimate, upper=upper)
+
+    def epsilon_bounds(self, delta, pure):
+        def smallest(field):
+            """Smallest epsilon in [0, pure] with the ``field`` delta at most ``delta`` (non-increasing)."""
+            excess = lambda e: getattr(self.delta_bounds(e), field) - delta  # noqa: E731
+            if excess(0.0) <= 0:
+                return 0.0
+            if excess(pure) > 0:  # only rounding can make this happen: the pure epsilon always holds
+                return pure
+            root = optimize.brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
+            step = max(root * 1e-15, 1e-300)
+            while excess(root) > 0 and root < pure:
+                root, step = min(root + step, pure), 2.0 * step
+            return root
+
+        upper = smallest("upper")
+        # the lower-delta curve crosses delta at its root: just below it even the lower delta exceeds delta
+        lower = min(smallest("lower") * (1.0 - 1e-14), upper)
+        estimate = min(max(smallest("estimate"), lower), upper)
+        return Bounds(lower=lower, estimate=estimate, upper=upper)
+
+
+def _hint(errors):
+    """What limited the accuracy, and what to change, for an AccuracyError message."""
+    parts = {k: float(errors[k]) for k in ("aliasing", "truncation", "rounding")}
+    worst = max(parts, key=parts.get)
+    if worst == "truncation":
+        return (
+            "The truncation error dominates: the characteristic function does not decay (losses with atoms: "
+            "Laplace, randomized response, pure DP, mixed with no Gaussian) or decays slowly, so this error "
+            "falls only like 1/nodes; raise max_terms or rtol."
+        )
+    if worst == "rounding":
+        return "Float64 rounding of the terms dominates; raise rtol."
+    return "The aliasing error dominates; raise rtol."

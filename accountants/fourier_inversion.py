@@ -19,6 +19,10 @@ difference of two nearly equal probabilities in thesis Lemma 3.1.4 (3)). The int
 ``upper = sum + truncation + rounding`` and ``lower = sum - aliasing - truncation - rounding``, so
 ``lower <= delta <= upper`` whenever ``S`` is a true bound; the Chernoff bound ``M(kappa) e^(-kappa eps)
 kappa^kappa / (1 + kappa)^(1 + kappa)`` (the improved RDP conversion) caps ``upper``.
+
+Where delta is large (the Chernoff-optimal damping is near 0, far below the mean of L), the same integrand on a
+contour ``Re s = kappa`` in (-1, 0) prices ``1 - delta = E_P[min(1, e^(eps - L))]`` instead (:func:`invert`
+handles both; the aliasing terms then bound the upper end).
 """
 
 import dataclasses
@@ -27,11 +31,16 @@ import numpy as np
 
 from accountants.conversions import minimize_over_orders
 
-__all__ = ["Bounds", "InversionPlan", "make_plan", "invert"]
+__all__ = ["Bounds", "InversionPlan", "make_plan", "invert", "MAX_DAMPING", "MAX_DAMPING_CLOSED_FORM"]
 
 _EPS = np.finfo(np.float64).eps
-#: Largest damping used by the inversion (any damping > 0 is valid; this one bounds the cost).
+#: Largest damping used by the inversion when some characteristic function comes from a quadrature whose
+#: range grows with the tilt (Poisson-subsampled mechanisms): any damping > 0 is valid; this one bounds the cost.
 MAX_DAMPING = 64.0
+#: Largest damping for ledgers whose log MGFs cost the same at any tilt (closed forms). Capping there at
+#: ``MAX_DAMPING`` would be valid too, but far from the saddle point the terms of the sum are many orders of
+#: magnitude above delta and cancel, so the (bounded) float64 rounding error swamps a tiny delta.
+MAX_DAMPING_CLOSED_FORM = 1e6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +50,10 @@ class Bounds:
     lower: float
     estimate: float
     upper: float
+
+    def __post_init__(self):
+        for name in ("lower", "estimate", "upper"):
+            object.__setattr__(self, name, float(getattr(self, name)))
 
     def __iter__(self):
         return iter((self.lower, self.estimate, self.upper))
@@ -70,26 +83,30 @@ def log_chernoff_constant(kappa):
     return kappa * np.log(kappa) - (1.0 + kappa) * np.log1p(kappa)
 
 
-def chernoff_log_delta(log_mgf_real, epsilon):
-    """Best ``log M(kappa) - kappa eps + log c(kappa)`` over ``kappa > 0`` and the ``kappa`` attaining it."""
+def chernoff_log_delta(log_mgf_real, epsilon, max_kappa=1e7):
+    """Best ``log M(kappa) - kappa eps + log c(kappa)`` over ``0 < kappa <= max_kappa`` and the ``kappa``
+    attaining it (searching beyond the damping cap would only cost evaluations)."""
 
     def objective(orders):
         kappa = np.asarray(orders) - 1.0
         return np.real(log_mgf_real(kappa)) - kappa * epsilon + log_chernoff_constant(kappa)
 
-    grid = 1.0 + np.geomspace(1e-3, 1e3, 61)
-    opt = minimize_over_orders(objective, grid, objective(grid), max_order=1e7)
+    grid = 1.0 + np.geomspace(1e-3, min(1e3, max_kappa), 61)
+    opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + max_kappa)
     return opt.value, opt.order - 1.0
 
 
-def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, kappa=None):
+def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, kappa=None, max_damping=MAX_DAMPING):
     """Choose damping, period and number of nodes so that aliasing and truncation at ``epsilon`` are each at
-    most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes."""
+    most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes. The damping
+    is the Chernoff-optimal one (the saddle point, where the terms are smallest) capped at ``max_damping``."""
     if kappa is None:
-        _, kappa = chernoff_log_delta(lambda k: log_mgf(k.astype(np.complex128)), epsilon)
+        _, kappa = chernoff_log_delta(lambda k: log_mgf(k.astype(np.complex128)), epsilon, max_damping)
+    if kappa < 0:
+        return _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kappa)
     # Any damping gives valid bounds; very large ones (light-tailed losses far from their mean) make the
     # tilted integrands extreme and costly, so cap it.
-    kappa = float(min(max(kappa, 1e-6), MAX_DAMPING))
+    kappa = float(min(max(kappa, 1e-6), max_damping))
     log_m_kappa = float(np.real(log_mgf(np.array([kappa], dtype=np.complex128))[0]))
     log_tol = np.log(tolerance / 2.0)
     # The Chernoff exponent k' > kappa for the upper-tail aliasing: pick the one needing the shortest period.
@@ -99,7 +116,7 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
     best = int(np.nanargmin(np.where(np.isfinite(periods), periods, np.inf)))
     kappa_tail, log_m_tail, t2 = float(tails[best]), float(log_m_tails[best]), float(periods[best])
     t1 = -log_tol / kappa
-    period = max(t1, t2, 1.0) * 1.05
+    period = max(t1, t2) * 1.05  # no floor: a loss on a tiny scale (large damping) needs a short period
     step = 2.0 * np.pi / period
     terms = 64
     while True:
@@ -121,12 +138,83 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
     )
 
 
+def complement_damping(log_mgf, epsilon):
+    """Damping ``kappa`` in (-1, 0) for pricing ``1 - delta``: the minimiser of ``log M(kappa) - kappa eps``
+    on a grid (the size of the terms of the contour sum at ``u = 0``, up to ``1 / |kappa (1 + kappa)|``)."""
+    grid = -np.linspace(0.02, 0.98, 49)
+    values = np.real(log_mgf(grid.astype(np.complex128))) - grid * epsilon - np.log(-grid * (1.0 + grid))
+    return float(grid[int(np.argmin(values))])
+
+
+def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kappa):
+    """Plan on the contour ``Re s = kappa`` in (-1, 0) (see :func:`invert`): aliasing
+    ``e^eps e^(-(1 - a) T) / (1 - e^(-(1 - a) T)) + e^(-a T) / (1 - e^(-a T))``, ``a = -kappa``, each half at
+    most ``tolerance / 2``."""
+    a = -float(kappa)
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"`kappa` of make_plan must be in (-1, 0) or positive; got {kappa}.")
+    log_tol = np.log(tolerance / 4.0)
+    period = max((epsilon - log_tol) / (1.0 - a), -log_tol / a) * 1.05
+    step = 2.0 * np.pi / period
+    terms = 64
+    while True:
+        log_sup = log_mgf_sup(-a, terms * step)
+        trunc = np.exp(log_sup + a * epsilon) / (np.pi * terms * step)
+        if trunc <= tolerance or terms >= max_terms:
+            break
+        terms *= 2
+    nodes = -a + 1j * step * np.arange(terms + 1)
+    return InversionPlan(
+        kappa=-a,
+        kappa_tail=np.nan,
+        period=period,
+        terms=terms,
+        log_m_nodes=np.asarray(log_mgf(nodes), dtype=np.complex128),
+        log_m_kappa=float(np.real(log_mgf(np.array([-a], dtype=np.complex128))[0])),
+        log_m_tail=np.nan,
+        log_sup=float(log_sup),
+    )
+
+
+def _invert_negative(plan, epsilon):
+    """``delta = 1 + I`` with ``I`` the same contour integral on ``Re s = kappa`` in (-1, 0) (moving the
+    contour across the pole at ``s = 0``, residue 1). The trapezoidal sum of ``-I = 1 - delta =
+    E_P[min(1, e^(eps - L))]`` is, by Poisson summation, that value plus non-negative aliasing terms bounded by
+    ``e^eps e^(-(1-a) j T)`` (``j >= 1``, as ``E_P[e^-L] <= 1``) and ``e^(-a |j| T)`` (``j <= -1``)."""
+    a, step, k_max = -plan.kappa, plan.step, plan.terms
+    s = plan.kappa + 1j * step * np.arange(k_max + 1)
+    t = plan.log_m_nodes - s * epsilon - np.log(s) - np.log1p(s)
+    peak = float(np.max(t.real))
+    log_trunc = plan.log_sup + a * epsilon - np.log(np.pi * k_max * step)
+    if max(peak, log_trunc) > 600.0:
+        errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
+        return Bounds(lower=0.0, estimate=1.0, upper=1.0), errors
+    scaled = np.exp(t - peak)
+    weights = np.ones(k_max + 1)
+    weights[0] = 0.5
+    total = float(np.sum(weights * scaled.real)) * np.exp(peak) * step / np.pi
+    magnitude = float(np.sum(weights * np.abs(scaled) * (8.0 + np.abs(plan.log_m_nodes)))) * np.exp(peak)
+    rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1)) + 2.0 * _EPS
+    truncation = float(np.exp(log_trunc))
+    aliasing = float(
+        np.exp(epsilon - (1.0 - a) * plan.period) / -np.expm1(-(1.0 - a) * plan.period)
+        + np.exp(-a * plan.period) / -np.expm1(-a * plan.period)
+    )
+    upper = min(1.0 + total + aliasing + truncation + rounding, 1.0)
+    lower = max(1.0 + total - truncation - rounding, 0.0)
+    estimate = min(max(1.0 + total, lower), upper)
+    errors = {"aliasing": aliasing, "truncation": truncation, "rounding": rounding, "nodes": k_max + 1}
+    return Bounds(lower=lower, estimate=estimate, upper=upper), errors
+
+
 def invert(plan, epsilon):
     """``(Bounds, errors)`` for ``delta(epsilon)`` on a plan (any epsilon; the bounds are computed for it).
 
     Where the plan's scale overflows float64 at this epsilon (far from the epsilon it was made for), the
     result is the trivial interval ``[0, min(Chernoff, 1)]``.
     """
+    if plan.kappa < 0:
+        return _invert_negative(plan, epsilon)
     kappa, step, k_max = plan.kappa, plan.step, plan.terms
     s = kappa + 1j * step * np.arange(k_max + 1)
     t = plan.log_m_nodes - s * epsilon - np.log(s) - np.log1p(s)

@@ -16,7 +16,8 @@ a. one subsampled Gaussian (q = 0.01, sigma = 1.1) at 10,000 and 100,000 steps, 
 b. a ledger of 200 distinct Gaussians and 50 distinct randomized responses, then ``get_epsilon(1e-5)``;
 c. 200 distinct subsampled Gaussians (q = 0.01, 10 steps each).
 
-Run alone with ``python benchmarks/bench_fourier.py``.
+Run alone with ``python benchmarks/bench_fourier.py`` (or name sections: ``dpsgd gaussian single mixed
+subsampled``).
 """
 
 import importlib.util
@@ -724,5 +725,19 @@ def run():
     ]
 
 
+SECTIONS = {
+    "dpsgd": bench_dpsgd,
+    "gaussian": lambda peers: bench_gaussian(),
+    "single": bench_single,
+    "mixed": bench_mixed_ledger,
+    "subsampled": bench_subsampled_ledger,
+}
+
 if __name__ == "__main__":
-    print(render_sections(run()))
+    # python benchmarks/bench_fourier.py [dpsgd gaussian single mixed subsampled]  (default: all)
+    names = sys.argv[1:] or list(SECTIONS)
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        raise SystemExit(f"unknown sections {unknown}; choose from {list(SECTIONS)}")
+    _peers_found = _peers()
+    print(render_sections([SECTIONS[n](_peers_found) for n in names]))

@@ -11,6 +11,9 @@ from mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["PoissonSubsampled"]
 
+#: Nodes per quadrature when a long line of complex arguments is evaluated (see ``PoissonSubsampled._log_mgf``).
+_CHUNK = 256
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PoissonSubsampled(Mechanism):
@@ -130,8 +133,26 @@ class PoissonSubsampled(Mechanism):
             return self.mechanism._log_mgf(s)
         s = np.asarray(s, dtype=np.complex128)
         if s.size > 1 and np.all(s.imag == 0.0):
-            # Real arguments (Chernoff bounds, RDP): one quadrature per tilt, each only as wide as it needs.
-            return np.array([self._log_mgf(v[None])[0] for v in s.reshape(-1)]).reshape(s.shape)
+            # Real arguments (Chernoff bounds, RDP): one quadrature per group of tilts 1 + s within a factor 2
+            # (its range covers the whole group, so it is at most about twice as wide as each one needs).
+            flat = s.reshape(-1)
+            z = 1.0 + flat.real
+            keys = np.sign(z) * np.floor(np.log2(np.maximum(np.abs(z), 1.0)))
+            out = np.empty(flat.shape, dtype=np.complex128)
+            for key in np.unique(keys):
+                sel = keys == key
+                group = flat[sel]
+                out[sel] = privacy_loss.subsampled_log_f(1.0 + group, q, self._quadrature(group))
+            return out.reshape(s.shape)
+        flat = s.reshape(-1)
+        if flat.size > 2 * _CHUNK:
+            # Long lines of nodes (Fourier inversion): the quadrature needs panels that resolve the highest
+            # frequency asked for, so give each chunk of nodes its own quadrature (low frequencies are cheap).
+            out = np.empty(flat.shape, dtype=np.complex128)
+            for start in range(0, flat.size, _CHUNK):
+                part = flat[start : start + _CHUNK]
+                out[start : start + _CHUNK] = privacy_loss.subsampled_log_f(1.0 + part, q, self._quadrature(part))
+            return out.reshape(s.shape)
         return privacy_loss.subsampled_log_f(1.0 + s, q, self._quadrature(s))
 
     def log_mgf_sup(self, real_part, u_min):
