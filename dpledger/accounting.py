@@ -242,13 +242,17 @@ def format_privacy(result):
         if part["accountant"] == "RDP":
             lines.append(f"  conversion {part['conversion']}")
             order = part["order"]
-            lines.append(
-                "  order      " + ("none (empty composition)" if order is None else
-                                   ("inf (pure DP)" if np.isinf(order) else f"{_format.nearest(order)} (optimal Renyi order)"))
-            )
+            if order is None:
+                shown = "none (empty composition)"
+            elif np.isinf(order):
+                shown = "inf (pure DP)"
+            else:
+                shown = f"{_format.nearest(order)} (optimal Renyi order)"
+            lines.append(f"  order      {shown}")
         else:
             lines.append(
-                f"  interval   [{_format.lower(part['lower'], 10)}, {_format.upper(part['upper'], 10)}] (lower, upper); "
+                f"  interval   [{_format.lower(part['lower'], 10)}, {_format.upper(part['upper'], 10)}] "
+                "(lower, upper); "
                 f"error bound {_format.upper(part['error_bound'], 2)}; estimate {_format.nearest(part['estimate'], 10)}"
             )
             lines.append(f"  method     {part['method']}, rtol {part['rtol']:g}")
@@ -257,7 +261,8 @@ def format_privacy(result):
         best = result["best_upper_bound"]
         lines.append("")
         lines.append(
-            f"smallest proven upper bound: {quantity} <= {_format.upper(best[quantity])} ({best['accountant']} accountant)"
+            f"smallest proven upper bound: {quantity} <= {_format.upper(best[quantity])} "
+            f"({best['accountant']} accountant)"
         )
     return "\n".join(lines)
 

@@ -88,7 +88,8 @@ def _add_composition_options(parser, *, calibrate=False):
         group.add_argument(flag(p), dest=p, action=_EntryItem, type=int if integer else float,
                            metavar="N" if integer else "X", help=f"{p} of {', '.join(kinds)}{note}")
     group.add_argument("--sampling-probability", dest="sampling_probability", action=_EntryItem, type=float,
-                       metavar="Q", help=f"Poisson sampling probability of the entry (default {COMMON['sampling_probability']:g})")
+                       metavar="Q",
+                       help=f"Poisson sampling probability of the entry (default {COMMON['sampling_probability']:g})")
     group.add_argument("--count", dest="count", action=_EntryItem, type=int, metavar="N",
                        help=f"how many times the entry runs (default {COMMON['count']})")
     group.add_argument("--spec", metavar="FILE", help="read the composition from a JSON file (- for stdin)")

@@ -157,7 +157,8 @@ def _run_predict(args):
         result = runs.run_private_knn(arrays, delta=args.delta, epsilon=args.epsilon, sigma_vote=args.sigma_vote,
                                       sigma_screen=args.sigma_screen, k=args.k,
                                       sampling_probability=args.sampling_probability, threshold=args.threshold,
-                                      screening={"auto": None, "on": True, "off": False}[args.screening], random_state=args.random_state,
+                                      screening={"auto": None, "on": True, "off": False}[args.screening],
+                                      random_state=args.random_state,
                                       progress=progress)
     else:
         result = runs.run_knn(arrays, k=args.k or 5, progress=progress)

@@ -18,7 +18,6 @@ import time
 import numpy as np
 
 from accountants.calibration import calibrate
-from dpledger.data import Arrays
 
 __all__ = ["METHODS", "run", "run_ind_knn", "run_private_knn", "run_knn", "private_knn_noise", "PRIVATE_KNN_RATIO"]
 
@@ -138,8 +137,8 @@ def private_knn_noise(*, epsilon, delta, n_queries, k, sampling_probability, thr
     from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 
     def family(sigma_vote):
-        parts = [SelfComposed(PoissonSubsampled(NoisyArgmax(sigma=sigma_vote), sampling_probability=sampling_probability),
-                              count=n_queries)]
+        vote = PoissonSubsampled(NoisyArgmax(sigma=sigma_vote), sampling_probability=sampling_probability)
+        parts = [SelfComposed(vote, count=n_queries)]
         if threshold is not None:
             screen = NoisyScreening(k=k, threshold=threshold, sigma=ratio * sigma_vote, num_classes=num_classes)
             parts.append(SelfComposed(subsampled_screening(screen, sampling_probability), count=n_queries))
