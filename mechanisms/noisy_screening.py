@@ -61,35 +61,123 @@ def _log_pass(t, threshold, sigma):
     return special.log_ndtr(z), special.log_ndtr(-z)
 
 
-def bernoulli_renyi(orders, log_p, log_1mp, log_q, log_1mq):
-    """Renyi divergence ``D_alpha(Bern(p) || Bern(q))`` for every (order, pair), from log-probabilities.
+#: Series region of :func:`_log_h1`: ``|alpha v| <= 1.5`` and ``|v| <= 0.5``.
+_SERIES_LIMIT = 1.5
+_SERIES_MAX_V = 0.5
 
+
+def _series_terms(v_max):
+    """Number of terms after which ``sum_n C(alpha, n) v^n`` (``|alpha v| <= 1.5``) has a remainder below
+    1e-18 of its leading term: the term ratio is at most ``(1.5 + n v_max) / (n + 1)``."""
+    n, product = 2, 1.0
+    while product > 1e-18 and n < 400:
+        product *= (_SERIES_LIMIT + n * v_max) / (n + 1)
+        n += 1
+    return n
+
+
+def _log_h1(alpha, log_abs_v, sign_v):
+    """``log h1(v)``, ``h1(v) = (1 + v)^alpha - 1 - alpha v >= 0`` for ``v >= -1``, ``alpha > 1``; -inf at 0.
+
+    ``v`` is given as ``(log |v|, sign v)``. Small ``v``: ``h1 = v^2 sum_{n>=2} C(alpha, n) v^(n-2)`` (the first
+    order cancels analytically; ``v^2`` stays in log space); larger positive ``v``:
+    ``alpha log1p(v) + log1p(-(1 + alpha v) (1 + v)^(-alpha))`` (the bracket is < 1 by Bernoulli's inequality);
+    larger negative ``v``: ``alpha |v| + expm1(alpha log1p(v))`` directly (at most a factor 2 cancels).
+    """
+    shape = np.broadcast_shapes(np.shape(alpha), np.shape(log_abs_v))
+    alpha = np.broadcast_to(alpha, shape)
+    sg = np.broadcast_to(sign_v, shape)
+    # v >= -1: a rounded |v| slightly above 1 on the negative side (1 - q of 1e-261) is clamped to 1
+    la = np.where(sg < 0, np.minimum(log_abs_v, 0.0), log_abs_v)
+    out = np.full(shape, -np.inf)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_alpha = np.log(alpha)
+        nonzero = sg != 0
+        small = nonzero & (log_alpha + la <= math.log(_SERIES_LIMIT)) & (la <= math.log(_SERIES_MAX_V))
+        pos = nonzero & (sg > 0) & ~small
+        neg = nonzero & (sg < 0) & ~small
+        if pos.any():
+            a_, l_ = alpha[pos], la[pos]
+            top = a_ * np.logaddexp(0.0, l_)  # alpha log(1 + v)
+            log_linear = np.logaddexp(0.0, np.log(a_) + l_)  # log(1 + alpha v) <= top
+            out[pos] = top + np.log1p(-np.exp(np.minimum(log_linear - top, 0.0)))
+        if neg.any():
+            a_, v = alpha[neg], -np.exp(la[neg])  # v in [-1, 0)
+            out[neg] = np.log(-a_ * v + np.expm1(a_ * np.log1p(v)))
+        if small.any():
+            a_, l_ = alpha[small], la[small]
+            v = sg[small] * np.exp(l_)  # may underflow to 0: only the terms n >= 3 vanish then
+            coef = a_ * (a_ - 1.0) / 2.0
+            total = coef.copy()
+            power = np.ones(v.shape)
+            for n in range(3, _series_terms(float(np.exp(l_.max())))):
+                coef = coef * (a_ - (n - 1.0)) / n
+                power = power * v
+                total = total + coef * power
+            out[small] = np.where(total > 0, 2.0 * l_ + np.log(np.where(total > 0, total, 1.0)), -np.inf)
+    return out
+
+
+def _log1p_signed(log_abs_v, sign_v):
+    """``log(1 + v)`` for ``v >= -1`` given as ``(log |v|, sign v)``."""
+    with np.errstate(divide="ignore"):
+        return np.where(sign_v > 0, np.logaddexp(0.0, log_abs_v),
+                        np.where(sign_v < 0, np.log1p(-np.exp(np.minimum(log_abs_v, 0.0))), 0.0))
+
+
+def bernoulli_renyi(orders, log_q, log_1mq, log_abs_delta, sign_delta):
+    """Renyi divergence ``D_alpha(Bern(q + Delta) || Bern(q))`` for every (order, pair).
+
+    Inputs per pair: ``log q``, ``log(1 - q)`` and ``Delta = p - q`` as ``(log |Delta|, sign Delta)``.
     ``(alpha - 1) D_alpha = log(p^alpha q^(1 - alpha) + (1 - p)^alpha (1 - q)^(1 - alpha))``
-    (Private-kNN Thm 9; Mironov 2017, Prop 5), evaluated as ``log1p(S)`` with
-    ``S = p expm1((alpha - 1) a) + (1 - p) expm1((alpha - 1) b)``, ``a = log(p/q)``, ``b = log((1-p)/(1-q))``,
-    a signed log-sum-exp, so that orders near 1 and probabilities near 0 or 1 keep their relative precision.
-    Order inf gives ``max(a, b)``. Returns an array of shape ``(len(orders), len(log_p))``, not yet rounded up.
+    (Private-kNN Thm 9; Mironov 2017, Prop 5) ``= log1p(S)`` with
+
+    ``S = q h1(Delta / q) + (1 - q) h1(-Delta / (1 - q))``, ``h1(v) = (1 + v)^alpha - 1 - alpha v >= 0``:
+
+    the first-order terms ``+- alpha Delta`` cancel exactly (both outcomes share one ``Delta``), so ``S`` is a
+    sum of two non-negative terms in log space and keeps its relative precision for orders near 1, for pairs
+    a hair apart and for probabilities near 0 or 1. Order inf: ``max(log1p(Delta/q), log1p(-Delta/(1-q)))``.
+    Returns an array ``(len(orders), len(log_q))``, not yet rounded up.
     """
     orders = np.asarray(orders, dtype=np.float64).reshape(-1, 1)
-    a = (log_p - log_q)[None, :]
-    b = (log_1mp - log_1mq)[None, :]
-    out = np.empty((orders.shape[0], a.shape[1]))
+    log_q = np.asarray(log_q, dtype=np.float64)[None, :]
+    log_1mq = np.asarray(log_1mq, dtype=np.float64)[None, :]
+    log_abs_delta = np.asarray(log_abs_delta, dtype=np.float64)[None, :]
+    sign = np.asarray(sign_delta, dtype=np.float64)[None, :]
+    l1, s1 = log_abs_delta - log_q, sign  # v1 = Delta / q
+    l0, s0 = log_abs_delta - log_1mq, -sign  # v0 = -Delta / (1 - q)
+    out = np.empty((orders.shape[0], log_q.shape[1]))
     inf = np.isinf(orders[:, 0])
-    out[inf] = np.maximum(a, b)
+    out[inf] = np.maximum(_log1p_signed(l1, s1), _log1p_signed(l0, s0))
     finite = ~inf
     if finite.any():
-        am1 = orders[finite] - 1.0
-        x1, x2 = am1 * a, am1 * b
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # log|expm1(x)| = max(x, 0) + log(-expm1(-|x|)); -inf at x = 0.
-            l1 = log_p[None, :] + np.maximum(x1, 0.0) + np.log(-np.expm1(-np.abs(x1)))
-            l2 = log_1mp[None, :] + np.maximum(x2, 0.0) + np.log(-np.expm1(-np.abs(x2)))
-            top = np.maximum(l1, l2)
-            scaled = np.sign(x1) * np.exp(l1 - top) + np.sign(x2) * np.exp(l2 - top)
-            # S >= 0 mathematically (Renyi divergences are non-negative); S <= 0 here is rounding: zero.
-            value = np.where(scaled > 0, np.logaddexp(0.0, top + np.log(scaled)), 0.0)
-        out[finite] = value / am1
+        alpha = orders[finite]
+        log_s = np.logaddexp(log_q + _log_h1(alpha, l1, s1), log_1mq + _log_h1(alpha, l0, s0))
+        out[finite] = np.logaddexp(0.0, log_s) / (alpha - 1.0)
     return out
+
+
+def _log_normal_difference(z_p, z_q):
+    """``(log |Phi(z_p) - Phi(z_q)|, sign)`` without cancellation: from the smaller tails when ``z_p``, ``z_q``
+    have the same sign (``expm1`` of the log-ratio), from ``erf`` when they straddle 0."""
+    z_p, z_q = np.broadcast_arrays(np.asarray(z_p, dtype=np.float64), np.asarray(z_q, dtype=np.float64))
+    log_abs = np.full(z_p.shape, -np.inf)
+    sign = np.zeros(z_p.shape)
+    low = (z_p <= 0) & (z_q <= 0)
+    high = (z_p > 0) & (z_q > 0)
+    mid = ~low & ~high
+    with np.errstate(divide="ignore"):
+        for mask, first, second, flip in ((low, z_p, z_q, 1.0), (high, -z_q, -z_p, 1.0)):
+            if mask.any():
+                lf, ls = special.log_ndtr(first[mask]), special.log_ndtr(second[mask])
+                d = lf - ls  # Phi(first) - Phi(second) = Phi(second) expm1(d)
+                log_abs[mask] = ls + np.maximum(d, 0.0) + np.log(-np.expm1(-np.abs(d)))
+                sign[mask] = flip * np.sign(d)
+        if mid.any():
+            diff = 0.5 * (special.erf(z_p[mid] / math.sqrt(2.0)) - special.erf(z_q[mid] / math.sqrt(2.0)))
+            log_abs[mid] = np.log(np.abs(diff))
+            sign[mid] = np.sign(diff)
+    return log_abs, sign
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,14 +259,19 @@ class NoisyScreening(Mechanism):
         t = self.pluralities if pluralities is None else np.asarray(pluralities, dtype=np.float64)
         return _log_pass(t, self.threshold, self.sigma)
 
-    def _pairs(self):
-        """Log-probabilities of the ordered neighbouring pairs ``(t, t+1)`` and ``(t+1, t)``."""
-        lp, l1p = self.log_pass_probabilities()
-        p_lp = np.concatenate((lp[:-1], lp[1:]))
-        p_l1p = np.concatenate((l1p[:-1], l1p[1:]))
-        q_lp = np.concatenate((lp[1:], lp[:-1]))
-        q_l1p = np.concatenate((l1p[1:], l1p[:-1]))
-        return p_lp, p_l1p, q_lp, q_l1p
+    def _z(self, t):
+        return (np.asarray(t, dtype=np.float64) - self.threshold) / self.sigma
+
+    def _pairs(self, first=None, second=None):
+        """``(log q, log(1 - q), log |Delta|, sign Delta)`` of the ordered pairs ``(Bern(p_P), Bern(p_Q))``,
+        ``Delta = p_P - p_Q``; by default ``(P, Q)`` = ``(t, t+1)`` then ``(t+1, t)`` over the range."""
+        if first is None:
+            t = self.pluralities
+            first = np.concatenate((t[:-1], t[1:]))
+            second = np.concatenate((t[1:], t[:-1]))
+        log_q, log_1mq = self.log_pass_probabilities(second)
+        log_abs_delta, sign = _log_normal_difference(self._z(first), self._z(second))
+        return log_q, log_1mq, log_abs_delta, sign
 
     def rdp_by_plurality(self, orders):
         """Per-pair curves: array ``(len(orders), 2 * (k - min_plurality))`` (pairs ``(t, t+1)``, then
@@ -262,30 +355,44 @@ class DataDependentScreening:
         others = np.array([u for u in (t - 1, t + 1) if s.min_plurality <= u <= s.k], dtype=np.float64)
         if others.size == 0:
             return np.zeros(arr.shape)[()]
-        lp, l1p = s.log_pass_probabilities([float(t)])
-        olp, ol1p = s.log_pass_probabilities(others)
-        n = others.size
-        p = (np.concatenate((np.repeat(lp, n), olp)), np.concatenate((np.repeat(l1p, n), ol1p)))
-        q = (np.concatenate((olp, np.repeat(lp, n))), np.concatenate((ol1p, np.repeat(l1p, n))))
-        values = bernoulli_renyi(flat, p[0], p[1], q[0], q[1]).max(axis=1) * (1.0 + _RELATIVE_SLACK)
+        mine = np.full(others.shape, float(t))
+        first = np.concatenate((mine, others))
+        second = np.concatenate((others, mine))
+        values = bernoulli_renyi(flat, *s._pairs(first, second)).max(axis=1) * (1.0 + _RELATIVE_SLACK)
         return values.reshape(arr.shape)[()]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class SubsampledScreening(Mechanism):
-    """Noisy screening on a Poisson subsample: the pointwise minimum of two proven RDP upper bounds.
+    """Noisy screening on a Poisson subsample: the pointwise minimum of proven RDP upper bounds.
 
-    ``eps(alpha) = min(general(alpha), gaussian(alpha))`` (add-or-remove-one), with
+    ``eps(alpha) = min(pairwise(alpha), gaussian(alpha), general(alpha))`` (add-or-remove-one), with
 
-    * ``general``: thesis Thm 2.3.1 (any mechanism) applied to :class:`NoisyScreening`'s curve,
-      ``PoissonSubsampled(screening, q)`` (which uses Thm 2.3.1 because ``satisfies_pearson_vajda`` is False);
+    * ``pairwise`` (:meth:`pairwise_rdp`): with ``X = X' + {x}`` and ``S`` the Poisson subsample of ``X'``, the
+      outputs are the mixtures ``M(X) = E_S[(1 - g) M(S) + g M(S + x)]`` and ``M(X') = E_S[M(S)]`` with the
+      same weights. For each ``S``, ``M(S) = Bern(p_t)`` and ``M(S + x) = Bern(p_t')`` with pluralities
+      ``|t' - t| <= 1`` in ``[min_plurality, k]``, so the component pair is ``(Bern(m), Bern(p_t))`` with
+      ``m = (1 - g) p_t + g p_t'``. The Renyi divergence is jointly quasi-convex (van Erven & Harremoes 2014,
+      Thm 13), so both directions are at most
+
+      ``max over ordered neighbouring pluralities (t, t') of max(D_alpha(Bern(m) || Bern(p_t)), D_alpha(Bern(p_t) || Bern(m)))``,
+
+      exact Bernoulli divergences evaluated like :class:`NoisyScreening`'s, at any real order and order inf.
+      This proof needs no Pearson-Vajda condition and is the tightest of the three in the paper's settings
+      (Figure 5: epsilon 1.042 at the classic conversion, the paper's figure, proven);
     * ``gaussian``: the tight bound of the Poisson-subsampled Gaussian mechanism with sensitivity 1 and the
       same sigma (thesis Thm 2.3.4 with Prop 2.3.6; Mironov, Talwar & Zhang 2019 for real orders): screening is
       post-processing of the Gaussian mechanism on the plurality count, whose sensitivity is 1, and Renyi
-      divergences do not grow under post-processing.
+      divergences do not grow under post-processing;
+    * ``general``: thesis Thm 2.3.1 (any mechanism) on :class:`NoisyScreening`'s curve,
+      ``PoissonSubsampled(screening, q)`` (used because ``satisfies_pearson_vajda`` is False).
 
-    Each is an upper bound at every order, so their minimum is one. The same reasoning makes the subsampled
-    Gaussian pair a dominating pair of subsampled screening, usable by the characteristic-function
+    Each is an upper bound at every order, so their minimum is one. ``general`` is never below ``pairwise``:
+    Thm 2.3.1 applied to the two-point mechanism of one Bernoulli pair (both orders, whose curve is at most the
+    screening curve) bounds exactly that pair's two subsampled divergences, and the bound grows with the
+    curve; so :meth:`_rdp` evaluates only ``pairwise`` and ``gaussian`` (the tests check the inequality), and
+    ``general`` stays available as a property. Notes: the subsampled Gaussian pair is also a
+    dominating pair of subsampled screening (post-processing), usable by the characteristic-function
     accountant: compose :attr:`dominating_gaussian` there (this class itself offers no characteristic function).
     """
 
@@ -316,15 +423,48 @@ class SubsampledScreening(Mechanism):
             sampling_probability=self.sampling_probability,
         )
 
+    def pairwise_rdp(self, orders):
+        """The joint-quasi-convexity bound (first item above), rounded up; any real orders > 1 and inf."""
+        arr = _validate.orders_array(orders, "SubsampledScreening")
+        flat = arr.reshape(-1)
+        return self._pairwise(flat).reshape(arr.shape)[()]
+
+    def _pairwise(self, orders):
+        g = self.sampling_probability
+        # Q = Bern(p_t) without the record, P = Bern(p_t') with it; the mixture is Bern(p_t + g Delta).
+        screening = self.screening
+        t = screening.pluralities
+        with_x, without = np.concatenate((t[:-1], t[1:])), np.concatenate((t[1:], t[:-1]))
+        log_q, log_1mq, log_abs_delta, sign = screening._pairs(with_x, without)
+        if g == 0.0 or log_q.size == 0:
+            return np.zeros(orders.shape)
+        log_abs_sub = log_abs_delta + math.log(g)
+        # the mixture m = (1 - g) q + g p: sums of positive terms, no cancellation
+        log_p, log_1mp = screening.log_pass_probabilities(with_x)
+        with np.errstate(divide="ignore"):
+            log_1mg = math.log1p(-g) if g < 1.0 else -np.inf
+        log_m = np.logaddexp(log_1mg + log_q, math.log(g) + log_p)
+        log_1mm = np.logaddexp(log_1mg + log_1mq, math.log(g) + log_1mp)
+        out = np.empty(orders.shape)
+        step = max(1, _CHUNK // log_q.size)
+        for start in range(0, orders.size, step):
+            chunk = orders[start : start + step]
+            remove = bernoulli_renyi(chunk, log_q, log_1mq, log_abs_sub, sign).max(axis=1)
+            add = bernoulli_renyi(chunk, log_m, log_1mm, log_abs_sub, -sign).max(axis=1)
+            out[start : start + step] = np.maximum(remove, add)
+        return out * (1.0 + _RELATIVE_SLACK)
+
     def _rdp(self, orders):
-        return np.minimum(self.general.rdp(orders), self.dominating_gaussian.rdp(orders))
+        # ``general`` is never below ``pairwise`` (see the class notes), so it is not evaluated here.
+        return np.minimum(self._pairwise(orders), self.dominating_gaussian.rdp(orders))
 
 
 def subsampled_screening(screening, sampling_probability):
     """Proven RDP of ``screening`` run on a Poisson subsample (independent coin per record).
 
-    Returns a :class:`SubsampledScreening`: the pointwise minimum of thesis Thm 2.3.1 on the screening curve
-    and the tight subsampled-Gaussian bound with sensitivity 1 (screening is its post-processing).
+    Returns a :class:`SubsampledScreening`: the pointwise minimum of the joint-quasi-convexity bound over the
+    neighbouring Bernoulli pairs, the tight subsampled-Gaussian bound with sensitivity 1 (screening is its
+    post-processing) and thesis Thm 2.3.1 on the screening curve.
 
     Examples
     --------

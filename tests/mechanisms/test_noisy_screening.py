@@ -185,6 +185,23 @@ def test_general_bound_matches_mpmath_formula():
         assert float(sub.rdp(float(order))) == pytest.approx(min(float(ref), float(m.rdp(float(order)))), rel=1e-9)
 
 
+@pytest.mark.parametrize(
+    "k,threshold,sigma,c,q",
+    [(300, 210, 85.0, 10, 0.25), (20, 12, 1.5, 3, 0.3), (12, 3.5, 0.08, 4, 0.5), (30, 20, 5.0, 3, 1e-6),
+     (10, 5, 20.0, 2, 1e-9)],
+)
+def test_pairwise_subsampled_bound_matches_mpmath(k, threshold, sigma, c, q):
+    """Joint quasi-convexity bound: max over ordered neighbouring pluralities of the exact divergences of
+    (Bern((1-q) p_t + q p_t'), Bern(p_t)) in both directions, against a 100-digit brute force."""
+    s = NoisyScreening(k=k, threshold=threshold, sigma=sigma, num_classes=c)
+    m = subsampled_screening(s, q)
+    lo = math.ceil(k / c)
+    orders = [1.01, 2.0, 5.5, 40.0, float("inf")]
+    for value, order in zip(m.pairwise_rdp(orders), orders):
+        ref = float(oracle.subsampled_screening_pairwise_rdp(order, k, threshold, sigma, lo, q))
+        assert ref <= value <= ref * (1 + RTOL) + 1e-300, (order, value, ref)
+
+
 @settings(max_examples=25)
 @given(
     sigma=st.floats(0.5, 200.0),
@@ -192,22 +209,29 @@ def test_general_bound_matches_mpmath_formula():
     order=st.sampled_from([1.5, 2.0, 3.0, 4.5, 10.0, 31.0, 64.0, float("inf")]),
 )
 @example(sigma=85.0, q=0.25, order=2.0)
-def test_subsampled_screening_is_the_minimum_of_both_proven_bounds(sigma, q, order):
+@example(sigma=2.0, q=1e-7, order=3.0)
+def test_subsampled_screening_is_the_minimum_of_proven_bounds(sigma, q, order):
     s = NoisyScreening(k=60, threshold=40, sigma=sigma, num_classes=10)
     m = subsampled_screening(s, q)
     assert isinstance(m, SubsampledScreening) and isinstance(m, Mechanism)
-    general = PoissonSubsampled(s, sampling_probability=q).rdp(order)
+    pairwise = m.pairwise_rdp(order)
     gaussian = PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=q).rdp(order)
+    general = PoissonSubsampled(s, sampling_probability=q).rdp(order)
     value = m.rdp(order)
-    assert value == min(general, gaussian)
-    assert value <= s.rdp(order) * (1 + 1e-12) or q == 1.0
+    assert value == min(pairwise, gaussian)
     assert value >= 0
+    # the pairwise bound is never above the other two (post-processing; Thm 2.3.1 on each two-point pair)
+    assert pairwise <= gaussian * (1 + 1e-9) + 1e-300
+    assert pairwise <= general * (1 + 1e-9) + 1e-300
+    assert value <= s.rdp(order) * (1 + 1e-9) + 1e-300
+    # more sampling, more privacy loss
+    assert m.pairwise_rdp(order) <= subsampled_screening(s, min(1.0, 2 * q)).pairwise_rdp(order) * (1 + 1e-12)
 
 
 def test_subsampled_screening_edges_and_validation():
     s = NoisyScreening(k=60, threshold=40, sigma=10.0, num_classes=10)
     assert subsampled_screening(s, 0.0).rdp(5.0) == 0.0
-    assert subsampled_screening(s, 1.0).rdp(5.0) == s.rdp(5.0)
+    assert subsampled_screening(s, 1.0).rdp(5.0) == pytest.approx(s.rdp(5.0), rel=1e-10)
     assert subsampled_screening(s, 0.1).rdp(np.inf) == pytest.approx(math.log1p(0.1 * math.expm1(s.rdp(np.inf))))
     with pytest.raises(ValueError, match=r"`sampling_probability` of SubsampledScreening must be in \[0, 1\]"):
         subsampled_screening(s, 1.5)
@@ -215,11 +239,13 @@ def test_subsampled_screening_edges_and_validation():
         subsampled_screening(GaussianMechanism(sigma=1.0), 0.5)
 
 
-def test_figure5_setting_proven_bound_no_larger_than_subsampled_gaussian():
+def test_figure5_setting_proven_bound_no_larger_than_subsampled_gaussian_or_general():
     s = NoisyScreening(k=300, threshold=210, sigma=85.0, num_classes=10)
     ours = RDPAccountant().compose(subsampled_screening(s, 0.25), count=8192).get_epsilon(1e-5)
     gauss = RDPAccountant().compose(subsampled_screening(s, 0.25).dominating_gaussian, count=8192).get_epsilon(1e-5)
     assert ours <= gauss
+    general = RDPAccountant().compose(PoissonSubsampled(s, sampling_probability=0.25), count=8192).get_epsilon(1e-5)
+    assert ours < general
 
 
 # ----------------------------------------------------------------------------------- data-dependent

@@ -67,6 +67,28 @@ def data_dependent_rdp(order, k, threshold, sigma, lo, t):
         return best
 
 
+@functools.lru_cache(maxsize=None)
+def subsampled_screening_pairwise_rdp(order, k, threshold, sigma, lo, gamma):
+    """Max over ordered neighbouring pluralities (with the record ``t'``, without it ``t``) of both exact
+    divergences between ``Bern((1 - g) p_t + g p_t')`` and ``Bern(p_t)`` (:func:`subsampled_bernoulli_rdp`);
+    order inf as ``max |log-likelihood ratio|``."""
+    with mp.workdps(DPS):
+        probs = {t: _pass_probabilities(t, threshold, sigma) for t in range(lo, k + 1)}
+        g = mp.mpf(gamma)
+        best = mp.mpf(0)
+        for t in range(lo, k):
+            for with_x, without in ((t + 1, t), (t, t + 1)):
+                if order == float("inf"):
+                    with mp.workdps(2 * DPS):
+                        lm = mp.log((1 - g) * mp.exp(probs[without][0]) + g * mp.exp(probs[with_x][0]))
+                        l1m = mp.log((1 - g) * mp.exp(probs[without][1]) + g * mp.exp(probs[with_x][1]))
+                        cand = max(abs(lm - probs[without][0]), abs(l1m - probs[without][1]))
+                else:
+                    cand = max(subsampled_bernoulli_rdp(order, gamma, *probs[with_x], *probs[without]))
+                best = max(best, cand)
+        return best
+
+
 def pearson_vajda_term(order_l, p, q):
     """``E_Q[(P/Q - 1)^l]`` for Bernoulli P = Bern(p), Q = Bern(q): ``(p - q)^l (q^(1-l) - (1-q)^(1-l))``
     at odd ``l`` (the general expression is ``q ((p-q)/q)^l + (1-q) ((q-p)/(1-q))^l``)."""
