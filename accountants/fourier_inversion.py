@@ -121,8 +121,8 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
     terms = 64
     while True:
         log_sup = log_mgf_sup(kappa, terms * step)
-        trunc = np.exp(log_sup - kappa * epsilon) / (np.pi * terms * step)
-        if trunc <= tolerance or terms >= max_terms:
+        log_trunc = log_sup - kappa * epsilon - np.log(np.pi * terms * step)
+        if log_trunc <= np.log(tolerance) or terms >= max_terms:
             break
         terms *= 2
     nodes = kappa + 1j * step * np.arange(terms + 1)
@@ -159,8 +159,8 @@ def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kap
     terms = 64
     while True:
         log_sup = log_mgf_sup(-a, terms * step)
-        trunc = np.exp(log_sup + a * epsilon) / (np.pi * terms * step)
-        if trunc <= tolerance or terms >= max_terms:
+        log_trunc = log_sup + a * epsilon - np.log(np.pi * terms * step)
+        if log_trunc <= np.log(tolerance) or terms >= max_terms:
             break
         terms *= 2
     nodes = -a + 1j * step * np.arange(terms + 1)
