@@ -11,11 +11,18 @@ Only the bit pass / fail is released. Three objects describe its privacy:
 * :class:`DataDependentScreening`: the Renyi divergence at the actual vote counts (Private-kNN Def 6, App. F).
   It is itself a function of the private data, so it is *not* a mechanism and accountants refuse it
   (DESIGN.md privacy rule 7).
-* :func:`subsampled_screening`: screening of a Poisson subsample, the pointwise minimum of two proven RDP
-  bounds. The tight subsampling bound (thesis Thm 2.3.4) is *not* proven for screening: it needs the
-  Pearson-Vajda condition, and for two Bernoulli outcomes with success probabilities ``p``, ``q`` the odd-order
-  term ``(p - q)^l (q^(1 - l) - (1 - q)^(1 - l))`` is negative for some ordered pairs (``l = 3, p = 0.2,
-  q = 0.3``). The paper's own Figure 5 value 1.04 applies it anyway; that number is not a proven bound.
+* :func:`subsampled_screening`: screening of a Poisson subsample, the pointwise minimum of proven RDP bounds
+  (:class:`SubsampledScreening`). The tight subsampling bound (thesis Thm 2.3.4) is *not* proven for
+  screening: it needs the Pearson-Vajda condition, and for two Bernoulli outcomes with success probabilities
+  ``p``, ``q`` the odd-order term ``(p - q)^l (q^(1 - l) - (1 - q)^(1 - l))`` is negative for some ordered pairs
+  (``l = 3, p = 0.2, q = 0.3``); ``PoissonSubsampled(NoisyScreening(...))`` therefore uses the general bound
+  (thesis Thm 2.3.1), which is loose. The paper's Figure 5 value 1.04 applies Thm 2.3.4's formula anyway (an
+  unproven method); :class:`SubsampledScreening` proves a value at most as large by joint quasi-convexity of
+  the Renyi divergence over the subsamples.
+
+The pluralities range over ``[min_plurality, k]``; the default ``ceil(k / c)`` assumes that exactly ``k`` votes
+are cast (a subsample with fewer than ``k`` records must be padded with public dummy votes, or
+``min_plurality=0`` used).
 
 Neighbouring relation: add-or-remove one private record. The vote histogram is that of the ``k`` nearest
 neighbours of the query in the (sub)sampled private set. Adding or removing one record either swaps one

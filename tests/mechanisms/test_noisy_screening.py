@@ -8,7 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from accountants import RDPAccountant
+from accountants import FourierAccountant, RDPAccountant
 from mechanisms import GaussianMechanism, Mechanism, PoissonSubsampled, subsampled_rdp
 from mechanisms.noisy_screening import (
     DataDependentScreening,
@@ -18,12 +18,13 @@ from mechanisms.noisy_screening import (
 )
 from tests.oracles import mpmath_screening as oracle
 
-# (k, threshold, sigma, num_classes): the paper's Figure 5 / CIFAR-10 setting, MNIST, SVHN, and small or
-# extreme ones (threshold outside the range, tiny sigma so that probabilities reach 1e-300).
+# (k, threshold, sigma, num_classes): the paper's Figure 5 / CIFAR-10 setting, scaled-down MNIST and SVHN
+# ones (k / 5, same T / k and sigma / k), and small or extreme ones (threshold outside the range, tiny sigma so
+# that probabilities reach 1e-300).
 SETTINGS = [
     (300, 210, 85.0, 10),
-    (300, 180, 75.0, 10),
-    (800, 480, 200.0, 10),
+    (60, 36, 15.0, 10),
+    (160, 96, 40.0, 10),
     (20, 12, 1.5, 3),
     (50, 10, 0.3, 5),
     (10, 5, 20.0, 2),
@@ -271,6 +272,10 @@ def test_data_dependent_is_not_a_mechanism_and_accountants_refuse_it():
     with pytest.raises(TypeError, match=r"data-dependent privacy loss .* rule 7"):
         acc.compose(d)
     assert acc.ledger == () and not acc.supports(d)
+    fourier = FourierAccountant()
+    assert not fourier.supports(d)
+    with pytest.raises(TypeError, match="DataDependentScreening"):
+        fourier.compose(d)
 
 
 @pytest.mark.parametrize(
