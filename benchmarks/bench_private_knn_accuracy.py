@@ -111,7 +111,8 @@ def main(argv=None):
             spread([r["fourier"] for r in results], lambda v: f"{v:.3f}"),
             spread([r["answered"] for r in results], lambda v: f"{v:.0f}"),
             spread([r["accuracy"] for r in results], lambda v: f"{100 * v:.1f}%"),
-            f"{statistics.median(r['wall'] for r in results):.1f} s / {statistics.median(r['cpu'] for r in results):.1f} s",
+            f"{statistics.median(r['wall'] for r in results):.1f} s / "
+            f"{statistics.median(r['cpu'] for r in results):.1f} s",
         ])
         print(f"scale {scale}: {rows[-1]}", file=sys.stderr)
 

@@ -211,9 +211,8 @@ def check_rows(X, metric, name, owner):
     """
     sq = np.einsum("ij,ij->i", np.asarray(X, dtype=np.float64), np.asarray(X, dtype=np.float64))
     if metric == "cosine" and (sq == 0).any():
-        raise ValueError(
-            f"`{name}` of {owner} must have no all-zero row for metric='cosine'; got one at row {int(np.argmax(sq == 0))}."
-        )
+        row = int(np.argmax(sq == 0))
+        raise ValueError(f"`{name}` of {owner} must have no all-zero row for metric='cosine'; got one at row {row}.")
     if metric == "euclidean" and (sq > MAX_SQUARED_NORM).any():
         row = int(np.argmax(sq > MAX_SQUARED_NORM))
         raise ValueError(

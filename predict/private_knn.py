@@ -131,8 +131,8 @@ class PrivateKNNClassifier(BaseEstimator):
     >>> clf.n_queries_, clf.n_answered_
     (2, 2)
     >>> report = clf.privacy_report(1e-5)
-    >>> report.bound, round(report.epsilon, 2)
-    ('upper bound', 3.41)
+    >>> report.bound, round(report.epsilon, 1)
+    ('upper bound', 3.4)
     """
 
     def __init__(
@@ -168,7 +168,9 @@ class PrivateKNNClassifier(BaseEstimator):
         sigma_screen = _validate.positive(self.sigma_screen, "sigma_screen", _OWNER)
         sigma_vote = _validate.positive(self.sigma_vote, "sigma_vote", _OWNER)
         metric = check_metric(self.metric, _OWNER)
-        num_classes = None if self.num_classes is None else _validate.positive_int(self.num_classes, "num_classes", _OWNER)
+        num_classes = self.num_classes
+        if num_classes is not None:
+            num_classes = _validate.positive_int(num_classes, "num_classes", _OWNER)
         if num_classes is not None and num_classes < 2:
             raise ValueError(f"`num_classes` of {_OWNER} must be at least 2; got {num_classes}.")
         block_size = _validate.positive_int(self.block_size, "block_size", _OWNER)

@@ -397,8 +397,9 @@ def test_cosine_and_euclidean_agree_on_unit_rows():
     a = small(metric="cosine", random_state=4).fit(X, y).predict(Q)
     b = small(metric="euclidean", random_state=4).fit(X, y).predict(Q)
     assert np.mean(a == b) > 0.95  # same ranking up to float32 rounding of near-ties
-    d_cos = pairwise_distances(check_features(Q, "Q", "t"), Reference.from_array(check_features(X, "X", "t"), metric="cosine"))
-    d_euc = pairwise_distances(check_features(Q, "Q", "t"), Reference.from_array(check_features(X, "X", "t"), metric="euclidean"))
+    Qc, Xc = check_features(Q, "Q", "t"), check_features(X, "X", "t")
+    d_cos = pairwise_distances(Qc, Reference.from_array(Xc, metric="cosine"))
+    d_euc = pairwise_distances(Qc, Reference.from_array(Xc, metric="euclidean"))
     q = Q / np.linalg.norm(Q, axis=1, keepdims=True)
     np.testing.assert_allclose(d_cos.numpy(), 1.0 - q @ X.T, atol=1e-5)
     np.testing.assert_allclose(d_euc.numpy(), np.linalg.norm(Q[:, None, :] - X[None], axis=2), atol=1e-4)
