@@ -21,7 +21,6 @@ from the repository root (about a minute; the autodp cross-check adds about 30 s
 """
 
 import math
-import os
 import pathlib
 import sys
 import time

@@ -382,7 +382,8 @@ class SubsampledScreening(Mechanism):
       ``m = (1 - g) p_t + g p_t'``. The Renyi divergence is jointly quasi-convex (van Erven & Harremoes 2014,
       Thm 13), so both directions are at most
 
-      ``max over ordered neighbouring pluralities (t, t') of max(D_alpha(Bern(m) || Bern(p_t)), D_alpha(Bern(p_t) || Bern(m)))``,
+      ``max over ordered neighbouring pluralities (t, t') of``
+      ``max(D_alpha(Bern(m) || Bern(p_t)), D_alpha(Bern(p_t) || Bern(m)))``,
 
       exact Bernoulli divergences evaluated like :class:`NoisyScreening`'s, at any real order and order inf.
       This proof needs no Pearson-Vajda condition and is the tightest of the three in the paper's settings

@@ -175,7 +175,8 @@ def test_poisson_subsampled_screening_uses_the_general_bound():
     assert_allclose(sub.rdp(orders), np.minimum(subsampled_rdp.general_bound(orders, 0.25, m.rdp), m.rdp(orders)),
                     rtol=1e-14)
     # and the general bound is strictly above the (unproven here) tight formula at orders >= 3
-    assert np.all(subsampled_rdp.general_bound(orders[1:], 0.25, m.rdp) > subsampled_rdp.tight_bound(orders[1:], 0.25, m.rdp))
+    general = subsampled_rdp.general_bound(orders[1:], 0.25, m.rdp)
+    assert np.all(general > subsampled_rdp.tight_bound(orders[1:], 0.25, m.rdp))
 
 
 def test_general_bound_matches_mpmath_formula():
