@@ -9,7 +9,7 @@ Paths, by ledger:
 
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
-* only two-point entries (at most ``_MAX_ATOMS`` composed outcomes): exact enumeration with bounded rounding
+* only two-point entries (at most ``MAX_ATOMS`` composed outcomes): exact enumeration with bounded rounding
   (their characteristic functions do not decay, so Fourier inversion would need ~1/rtol nodes);
 * delta far below the mean loss (large delta): ``1 - delta`` is priced on a contour left of the pole at 0
   (:func:`accountants.fourier_inversion.invert`);
@@ -28,8 +28,10 @@ from scipy import optimize
 from accountants.conversions import minimize_over_orders
 from accountants.fourier_inversion import (
     MAX_DAMPING,
+    MAX_ATOMS,
     MAX_DAMPING_CLOSED_FORM,
     Bounds,
+    TwoPointLedger,
     chernoff_log_delta,
     complement_damping,
     invert,
@@ -178,16 +180,16 @@ class FourierAccountant:
         return sup
 
     def _two_point_lattice(self):
-        """Exact enumeration (:class:`_TwoPointLedger`) when the ledger has only two-point losses (randomized
-        response, pure DP) with at most ``_MAX_ATOMS`` composed outcomes; None otherwise. Their characteristic
+        """Exact enumeration (:class:`TwoPointLedger`) when the ledger has only two-point losses (randomized
+        response, pure DP) with at most ``MAX_ATOMS`` composed outcomes; None otherwise. Their characteristic
         functions do not decay, so Fourier inversion would need ~1/rtol nodes."""
         mu2, e_values, counts, others = self._compile()
         if mu2 or others or not e_values.size:
             return None
         keep = e_values > 0.0
-        if float(np.prod(counts[keep] + 1.0)) > _MAX_ATOMS:
+        if float(np.prod(counts[keep] + 1.0)) > MAX_ATOMS:
             return None
-        return _TwoPointLedger(e_values[keep], counts[keep])
+        return TwoPointLedger(e_values[keep], counts[keep])
 
     def _max_damping(self):
         """Damping cap: large for closed-form ledgers (cost independent of the tilt), small where a quadrature's
@@ -462,77 +464,6 @@ def _real_array(values, name, owner):
         return arr.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"`{name}` of {owner} must be real numbers; got {values!r}.") from None
-
-
-#: Largest number of composed outcomes enumerated exactly for ledgers of two-point losses.
-_MAX_ATOMS = 1 << 18
-_EPS = np.finfo(np.float64).eps
-
-
-class _TwoPointLedger:
-    """Exact privacy profile of a composition of two-point losses ``+-E_i`` (``n_i`` runs each), with float64
-    rounding bounded.
-
-    Outcome ``j = (j_1, ...)`` (``j_i`` runs at ``+E_i``) has loss ``l_j = sum (2 j_i - n_i) E_i`` and
-    probability ``prod C(n_i, j_i) p_i^j_i (1 - p_i)^(n_i - j_i)``, ``p_i = 1 / (1 + e^-E_i)``;
-    ``delta(eps) = sum_j P_j (1 - e^(eps - l_j))_+``. The pairs are symmetric, so both directions agree.
-    Rounding: each loss is within ``eta`` of its exact value and each log-probability within ``rho``, both from
-    the magnitudes of the summands; ``upper`` / ``lower`` shift every loss by ``+-eta`` and scale by
-    ``e^(+-rho)``, and the summation error (positive terms) is added relatively.
-    """
-
-    def __init__(self, e_values, counts):
-        from scipy import special
-
-        loss, log_p = np.zeros(1), np.zeros(1)
-        loss_mag, logp_mag = 0.0, 0.0
-        for e, n in zip(e_values, counts):
-            n = int(n)
-            j = np.arange(n + 1, dtype=np.float64)
-            log_pos = -np.log1p(np.exp(-e))  # log p*
-            log_neg = log_pos - e  # log (1 - p*)
-            log_binom = special.gammaln(n + 1.0) - special.gammaln(j + 1.0) - special.gammaln(n - j + 1.0)
-            group_log_p = log_binom + j * log_pos + (n - j) * log_neg
-            group_loss = (2.0 * j - n) * e
-            loss = (loss[:, None] + group_loss[None, :]).ravel()
-            log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
-            loss_mag += n * e
-            logp_mag += 3.0 * special.gammaln(n + 1.0) + n * (abs(log_pos) + abs(log_neg))
-        self.loss = loss
-        self.prob = np.exp(log_p)
-        self.eta = 8.0 * _EPS * (loss_mag + 1.0) * (len(e_values) + 1)
-        self.rho = 8.0 * _EPS * (logp_mag + 1.0) * (len(e_values) + 1)
-
-    def delta_bounds(self, epsilon):
-        def total(shift):
-            terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
-            return float(np.sum(terms))
-
-        slack = _EPS * (np.log2(self.loss.size) + 4.0)
-        upper = min(total(-self.eta) * np.exp(self.rho) * (1.0 + slack), 1.0)
-        lower = max(total(self.eta) * np.exp(-self.rho) * (1.0 - slack), 0.0)
-        estimate = min(max(total(0.0), lower), upper)
-        return Bounds(lower=lower, estimate=estimate, upper=upper)
-
-    def epsilon_bounds(self, delta, pure):
-        def smallest(field):
-            """Smallest epsilon in [0, pure] with the ``field`` delta at most ``delta`` (non-increasing)."""
-            excess = lambda e: getattr(self.delta_bounds(e), field) - delta  # noqa: E731
-            if excess(0.0) <= 0:
-                return 0.0
-            if excess(pure) > 0:  # only rounding can make this happen: the pure epsilon always holds
-                return pure
-            root = optimize.brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
-            step = max(root * 1e-15, 1e-300)
-            while excess(root) > 0 and root < pure:
-                root, step = min(root + step, pure), 2.0 * step
-            return root
-
-        upper = smallest("upper")
-        # the lower-delta curve crosses delta at its root: just below it even the lower delta exceeds delta
-        lower = min(smallest("lower") * (1.0 - 1e-14), upper)
-        estimate = min(max(smallest("estimate"), lower), upper)
-        return Bounds(lower=lower, estimate=estimate, upper=upper)
 
 
 def _hint(errors):

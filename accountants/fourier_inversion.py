@@ -23,15 +23,28 @@ kappa^kappa / (1 + kappa)^(1 + kappa)`` (the improved RDP conversion) caps ``upp
 Where delta is large (the Chernoff-optimal damping is near 0, far below the mean of L), the same integrand on a
 contour ``Re s = kappa`` in (-1, 0) prices ``1 - delta = E_P[min(1, e^(eps - L))]`` instead (:func:`invert`
 handles both; the aliasing terms then bound the upper end).
+
+Ledgers of two-point losses only (randomized response, pure DP) do not need any of this: their profile is a
+finite sum, enumerated by :class:`TwoPointLedger` with its float64 rounding bounded.
 """
 
 import dataclasses
 
 import numpy as np
+from scipy import optimize, special
 
 from accountants.conversions import minimize_over_orders
 
-__all__ = ["Bounds", "InversionPlan", "make_plan", "invert", "MAX_DAMPING", "MAX_DAMPING_CLOSED_FORM"]
+__all__ = [
+    "Bounds",
+    "InversionPlan",
+    "make_plan",
+    "invert",
+    "TwoPointLedger",
+    "MAX_ATOMS",
+    "MAX_DAMPING",
+    "MAX_DAMPING_CLOSED_FORM",
+]
 
 _EPS = np.finfo(np.float64).eps
 #: Largest damping used by the inversion when some characteristic function comes from a quadrature whose
@@ -96,7 +109,8 @@ def chernoff_log_delta(log_mgf_real, epsilon, max_kappa=1e7):
     return opt.value, opt.order - 1.0
 
 
-def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, kappa=None, max_damping=MAX_DAMPING):
+def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, kappa=None,
+              max_damping=MAX_DAMPING):
     """Choose damping, period and number of nodes so that aliasing and truncation at ``epsilon`` are each at
     most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes. The damping
     is the Chernoff-optimal one (the saddle point, where the terms are smallest) capped at ``max_damping``."""
@@ -241,3 +255,71 @@ def invert(plan, epsilon):
     estimate = min(max(total, lower), upper)
     errors = {"aliasing": aliasing, "truncation": truncation, "rounding": rounding, "nodes": k_max + 1}
     return Bounds(lower=lower, estimate=estimate, upper=upper), errors
+
+
+#: Largest number of composed outcomes enumerated exactly for ledgers of two-point losses.
+MAX_ATOMS = 1 << 18
+
+
+class TwoPointLedger:
+    """Exact privacy profile of a composition of two-point losses ``+-E_i`` (``n_i`` runs each), with float64
+    rounding bounded.
+
+    Outcome ``j = (j_1, ...)`` (``j_i`` runs at ``+E_i``) has loss ``l_j = sum (2 j_i - n_i) E_i`` and
+    probability ``prod C(n_i, j_i) p_i^j_i (1 - p_i)^(n_i - j_i)``, ``p_i = 1 / (1 + e^-E_i)``;
+    ``delta(eps) = sum_j P_j (1 - e^(eps - l_j))_+``. The pairs are symmetric, so both directions agree.
+    Rounding: each loss is within ``eta`` of its exact value and each log-probability within ``rho``, both from
+    the magnitudes of the summands; ``upper`` / ``lower`` shift every loss by ``+-eta`` and scale by
+    ``e^(+-rho)``, and the summation error (positive terms) is added relatively.
+    """
+
+    def __init__(self, e_values, counts):
+        loss, log_p = np.zeros(1), np.zeros(1)
+        loss_mag, logp_mag = 0.0, 0.0
+        for e, n in zip(e_values, counts):
+            n = int(n)
+            j = np.arange(n + 1, dtype=np.float64)
+            log_pos = -np.log1p(np.exp(-e))  # log p*
+            log_neg = log_pos - e  # log (1 - p*)
+            log_binom = special.gammaln(n + 1.0) - special.gammaln(j + 1.0) - special.gammaln(n - j + 1.0)
+            group_log_p = log_binom + j * log_pos + (n - j) * log_neg
+            group_loss = (2.0 * j - n) * e
+            loss = (loss[:, None] + group_loss[None, :]).ravel()
+            log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
+            loss_mag += n * e
+            logp_mag += 3.0 * special.gammaln(n + 1.0) + n * (abs(log_pos) + abs(log_neg))
+        self.loss = loss
+        self.prob = np.exp(log_p)
+        self.eta = 8.0 * _EPS * (loss_mag + 1.0) * (len(e_values) + 1)
+        self.rho = 8.0 * _EPS * (logp_mag + 1.0) * (len(e_values) + 1)
+
+    def delta_bounds(self, epsilon):
+        def total(shift):
+            terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
+            return float(np.sum(terms))
+
+        slack = _EPS * (np.log2(self.loss.size) + 4.0)
+        upper = min(total(-self.eta) * np.exp(self.rho) * (1.0 + slack), 1.0)
+        lower = max(total(self.eta) * np.exp(-self.rho) * (1.0 - slack), 0.0)
+        estimate = min(max(total(0.0), lower), upper)
+        return Bounds(lower=lower, estimate=estimate, upper=upper)
+
+    def epsilon_bounds(self, delta, pure):
+        def smallest(field):
+            """Smallest epsilon in [0, pure] with the ``field`` delta at most ``delta`` (non-increasing)."""
+            excess = lambda e: getattr(self.delta_bounds(e), field) - delta  # noqa: E731
+            if excess(0.0) <= 0:
+                return 0.0
+            if excess(pure) > 0:  # only rounding can make this happen: the pure epsilon always holds
+                return pure
+            root = optimize.brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
+            step = max(root * 1e-15, 1e-300)
+            while excess(root) > 0 and root < pure:
+                root, step = min(root + step, pure), 2.0 * step
+            return root
+
+        upper = smallest("upper")
+        # the lower-delta curve crosses delta at its root: just below it even the lower delta exceeds delta
+        lower = min(smallest("lower") * (1.0 - 1e-14), upper)
+        estimate = min(max(smallest("estimate"), lower), upper)
+        return Bounds(lower=lower, estimate=estimate, upper=upper)

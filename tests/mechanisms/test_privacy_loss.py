@@ -111,7 +111,8 @@ def test_two_point_closed_forms_match_exact_sums(mechanism, pairs, s):
 
 
 @pytest.mark.parametrize("mechanism", [
-    GaussianMechanism(sigma=0.3), LaplaceMechanism(scale=0.05), RandomizedResponse(p=0.999), PureDPMechanism(epsilon=30.0),
+    GaussianMechanism(sigma=0.3), LaplaceMechanism(scale=0.05), RandomizedResponse(p=0.999),
+    PureDPMechanism(epsilon=30.0),
 ])
 def test_large_real_arguments_do_not_overflow(mechanism):
     # Both directions at large orders (ADD evaluates the remove M at -1 - s): finite, and equal to the RDP curve.

@@ -319,7 +319,9 @@ def subsampled_gaussian_delta_direction(epsilon, q, sigma, count, direction, dps
 
 def subsampled_gaussian_profile(epsilon, q, sigma, count, dps=30, maxdegree=None):
     """Add-or-remove-one delta: the larger of the remove and add directions (thesis Thm 3.3.5)."""
-    return max(subsampled_gaussian_delta_direction(epsilon, q, sigma, count, d, dps, maxdegree) for d in ("remove", "add"))
+    return max(
+        subsampled_gaussian_delta_direction(epsilon, q, sigma, count, d, dps, maxdegree) for d in ("remove", "add")
+    )
 
 
 def subsampled_gaussian_with_gaussian_delta_direction(epsilon, q, sigma, mu, direction, dps=20, degree=3):
