@@ -230,6 +230,14 @@ def test_subsampled_screening_is_the_minimum_of_proven_bounds(sigma, q, order):
     assert m.pairwise_rdp(order) <= subsampled_screening(s, min(1.0, 2 * q)).pairwise_rdp(order) * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("min_plurality", [None, 0])
+def test_pairwise_bound_at_full_sampling_is_the_screening_curve(min_plurality):
+    """At sampling probability 1 the mixtures are the base pairs themselves, in both orders: Thm 9's curve."""
+    s = NoisyScreening(k=40, threshold=25, sigma=6.0, num_classes=4, min_plurality=min_plurality)
+    orders = [1.2, 2.0, 9.5, 80.0, float("inf")]
+    assert_allclose(subsampled_screening(s, 1.0).pairwise_rdp(orders), s.rdp(orders), rtol=1e-10)
+
+
 def test_subsampled_screening_edges_and_validation():
     s = NoisyScreening(k=60, threshold=40, sigma=10.0, num_classes=10)
     assert subsampled_screening(s, 0.0).rdp(5.0) == 0.0
