@@ -3,6 +3,7 @@ JSON-file path equals the flags, and bad arguments exit non-zero with a message 
 
 import io
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -334,14 +335,15 @@ def test_help_exits_zero(capsys):
 
 
 def test_python_dash_m_runs_the_command():
+    root = pathlib.Path(__file__).resolve().parents[2]  # `python -m` finds the packages from the repository root
     proc = subprocess.run(
         [sys.executable, "-m", "dpledger", "epsilon", *DP_SGD, "--delta", "1e-5", "--json"],
-        capture_output=True, text=True, check=False, timeout=120,
+        capture_output=True, text=True, check=False, timeout=120, cwd=root,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["results"][0]["bound"] == "upper bound"
     bad = subprocess.run([sys.executable, "-m", "dpledger", "epsilon", "--delta", "1e-5"],
-                         capture_output=True, text=True, check=False, timeout=120)
+                         capture_output=True, text=True, check=False, timeout=120, cwd=root)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "no mechanism given" in bad.stderr
 
 
