@@ -17,6 +17,13 @@ from mechanisms.errors import (
 )
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.laplace import LaplaceMechanism
+from mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes, tau_clip
+from mechanisms.noisy_screening import (
+    DataDependentScreening,
+    NoisyScreening,
+    SubsampledScreening,
+    subsampled_screening,
+)
 from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
 from mechanisms.relations import Direction, NeighboringRelation
 from mechanisms.subsampled import PoissonSubsampled
@@ -38,6 +45,13 @@ __all__ = [
     "PoissonSubsampled",
     "SelfComposed",
     "Composed",
+    "NoisyScreening",
+    "DataDependentScreening",
+    "SubsampledScreening",
+    "subsampled_screening",
+    "NoisyArgmax",
+    "TauClippedVotes",
+    "tau_clip",
     "subsampled_rdp",
     "DPLedgerError",
     "DPLedgerWarning",
