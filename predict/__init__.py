@@ -1,6 +1,17 @@
 """Private predictors built on the accounting core: Private-kNN and Ind-KNN, their neighbour search and budgets.
 
-Torch is used here (and only here) for blocked distance and kernel computations.
+* :class:`PrivateKNNClassifier` (``predict/private_knn.py``): Private-kNN (Poisson subsampling, noisy
+  screening, Gaussian noisy argmax), accounted by an RDP accountant inside.
+* :class:`IndKNNClassifier` (``predict/ind_knn.py``): kernelized nearest neighbours with an individual Renyi
+  filter (the per-query budget loop is ``IndKNNClassifier._answer``), prediction reuse and LSH search.
+* ``predict/neighbours.py``: exact blocked kernel search and LSH; ``predict/datasets.py``: offline data sets.
+
+Torch is used here (and only here) for blocked distance and kernel computations. Both classifiers take an
+explicit ``random_state``; numpy's generator is not cryptographically secure.
 """
 
-__all__ = []
+from predict._common import ABSTAIN
+from predict.ind_knn import IndKNNClassifier
+from predict.private_knn import PrivateKNNClassifier
+
+__all__ = ["ABSTAIN", "IndKNNClassifier", "PrivateKNNClassifier"]
