@@ -387,6 +387,9 @@ class FourierAccountant:
 
     # ------------------------------------------------------------------ reports
     def _method(self):
+        if self._two_point_lattice() is not None:
+            return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
+                    "Kairouz et al. 2015), float64 rounding bounded")
         how = "characteristic functions in closed form" if self.certified else (
             "characteristic functions partly by quadrature (its error estimated, not proven)"
         )

@@ -246,6 +246,8 @@ def test_two_point_ledger_epsilon_is_exact(delta):
     assert b.lower <= exact * (1 + 1e-13) and exact <= b.upper * (1 + 1e-13) + 1e-300
     assert b.upper <= exact * (1 + 1e-10) + 1e-300
     assert fa.get_delta(b.upper) <= delta
+    report = fa.epsilon_report(delta)
+    assert report.epsilon == b.upper and report.bound == "upper bound" and "exact enumeration" in report.method
 
 
 # --------------------------------------------------------------------------- Poisson subsampling vs mpmath
