@@ -5,7 +5,8 @@ Setting (issue 5): n = 50,000 private records, d = 768 float32 features, T = 2,0
 query has a dense neighbourhood; tau is set from a sample of kernel values so that about ``--pairs`` records per
 query are selected (the papers' tuned settings select tens to hundreds).
 
-Measured in one run, each ``predict`` over all T queries once (after a warm-up on 64 other queries):
+Measured in one run (after a warm-up on 64 other queries), the floor, the search and Ind-KNN each ``--repeat``
+times over all T queries, keeping the best (the load of the shared machine changes during a run):
 
 * **floor**: the bare block matrix product plus threshold -- ``torch.matmul`` of 256 queries against the
   records, ``>= tau``, ``torch.nonzero`` -- with nothing else;
@@ -58,10 +59,16 @@ def pick_tau(X, Q, kernel, nu, pairs):
     return float(np.quantile(k.numpy().ravel(), q))
 
 
-def timed(fn):
-    c0, t0 = time.process_time(), time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0, time.process_time() - c0
+def timed(fn, repeat=1):
+    """(result, best wall, CPU of that run) over ``repeat`` calls (best of: the load changes during a run)."""
+    best = None
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = fn()
+        run = (out, time.perf_counter() - t0, time.process_time() - c0)
+        if best is None or run[1] < best[1]:
+            best = run
+    return best
 
 
 def bare_floor(X, Q, tau, block=256):
@@ -91,17 +98,24 @@ def speed_section(args, rng):
                       random_state=0)
         if kernel == "cosine":
             bare_floor(X, warm, tau)
-            n_pairs, floor_wall, floor_cpu = timed(lambda: bare_floor(X, Q, tau))
+            n_pairs, floor_wall, floor_cpu = timed(lambda: bare_floor(X, Q, tau), args.repeat)
         else:
             floor_wall = floor_cpu = None
             n_pairs = None
         search = ExactSearch(X, kernel=kernel, nu=nu)
         search.pairs(warm, tau)
-        pairs, search_wall, search_cpu = timed(lambda: search.pairs(Q, tau))
+        pairs, search_wall, search_cpu = timed(lambda: search.pairs(Q, tau), args.repeat)
         clf = IndKNNClassifier(**params).fit(X, y)
         clf.predict(warm)
-        clf = IndKNNClassifier(**params).fit(X, y)
-        out, ind_wall, ind_cpu = timed(lambda: clf.predict(Q))
+
+        def fresh_run():  # every timed run starts from fresh budgets
+            fresh = IndKNNClassifier(**params).fit(X, y)
+            t0, c0 = time.perf_counter(), time.process_time()
+            labels = fresh.predict(Q)
+            return fresh, labels, time.perf_counter() - t0, time.process_time() - c0
+
+        runs = [fresh_run() for _ in range(args.repeat)]
+        clf, out, ind_wall, ind_cpu = min(runs, key=lambda r: r[2])
         acc = float(np.mean(out == yq))
         m = args.baseline_queries
         (base_out, _), base_wall, base_cpu = timed(lambda: published_style_predict(
@@ -198,6 +212,7 @@ def main(argv=None):
     p.add_argument("--baseline-queries", type=int, default=10)
     p.add_argument("--lsh-n", type=int, default=200_000)
     p.add_argument("--lsh-queries", type=int, default=1_000)
+    p.add_argument("--repeat", type=int, default=2, help="timed runs of floor, search and Ind-KNN (best kept)")
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not for the record)")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
@@ -220,7 +235,8 @@ def main(argv=None):
         f"n = {args.n}, d = {args.d} float32, T = {args.queries} queries; synthetic unit vectors around 100 centres "
         f"(spread {args.spread}), tau set so that about {args.pairs:g} records per query are selected; "
         "epsilon = 1, delta = 1e-5, sigma2 = 0.5, sigma1 = sqrt(T / (6B)), min_count = 30. "
-        "Times are wall-clock milliseconds per query, amortised over one predict of all T queries (block 256). "
+        f"Times are wall-clock milliseconds per query, amortised over one predict of all T queries (block 256), "
+        f"the best of {args.repeat} runs for the floor, the search and Ind-KNN (each Ind-KNN run from fresh budgets). "
         "The published-style loop is timed on its first queries and extrapolated linearly to T.",
         "",
         markdown_table(headers, rows),
