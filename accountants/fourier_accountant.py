@@ -13,10 +13,16 @@ Paths, by ledger:
   (their characteristic functions do not decay, so Fourier inversion would need ~1/rtol nodes);
 * delta far below the mean loss (large delta): ``1 - delta`` is priced on a contour left of the pole at 0
   (:func:`accountants.fourier_inversion.invert`);
-* otherwise the contour ``Re s = kappa > 0`` at the Chernoff-optimal (saddle-point) damping, capped at
-  ``MAX_DAMPING_CLOSED_FORM`` for closed forms and ``MAX_DAMPING`` where a quadrature's range grows with it.
+* the contour ``Re s = kappa > 0`` at the Chernoff-optimal (saddle-point) damping, capped at
+  ``MAX_DAMPING_CLOSED_FORM`` for closed forms and ``MAX_DAMPING`` where a quadrature's range grows with it;
 
-Limit: ledgers whose losses all have atoms but are not two-point (Laplace alone or with randomized response,
+* Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms): the all-atom part
+  of the law is enumerated exactly and only the rest, whose transform decays like 1/u, is Fourier-inverted
+  (:meth:`FourierAccountant._make_laplace_split`); near the pure epsilon the pure epsilon itself is returned once the
+  lower delta just below it is certified;
+* otherwise Fourier inversion of the whole law.
+
+Limit: other ledgers whose losses all have atoms (more than ``MAX_ATOMS`` Laplace atoms, custom discrete pairs,
 no Gaussian) have non-decaying characteristic functions; the truncation error falls like 1/nodes and
 ``max_terms = 2**20`` certifies about rtol 1e-5 at best. Such requests raise :class:`AccuracyError` saying what
 was tried; pass a larger ``rtol`` (or ``max_terms``).
@@ -43,6 +49,7 @@ from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
 from mechanisms.errors import DPLedgerError, MissingCapabilityError
 from mechanisms.gaussian import GaussianMechanism
+from mechanisms.laplace import LaplaceMechanism
 from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
 from mechanisms.relations import Direction, NeighboringRelation
 
@@ -70,9 +77,9 @@ class FourierAccountant:
     Getters ``get_delta`` / ``get_epsilon`` return the upper end of a certified interval
     (``delta_bounds`` / ``epsilon_bounds`` return all three of lower, estimate and upper). For mechanisms whose
     characteristic function comes from numerical quadrature (Poisson-subsampled ones) the decay bound used for
-    the truncation error rests on that quadrature; their reports say so. Ledgers of Laplace mechanisms without
-    a Gaussian cannot be certified at rtol 1e-6 (see the module docstring); randomized response and pure DP
-    alone are enumerated exactly.
+    the truncation error rests on that quadrature; their reports say so. Randomized response and pure DP alone
+    are enumerated exactly; Laplace ledgers without a Gaussian have their atoms enumerated exactly (see the
+    module docstring for the paths and the remaining limit).
 
     Examples
     --------
@@ -89,6 +96,7 @@ class FourierAccountant:
         self._max_terms = _validate.positive_int(max_terms, "max_terms", "FourierAccountant")
         self._entries = {}
         self._compiled = self._closed = None
+        self._derived = {}  # per-ledger caches (exact enumerations), cleared by compose
 
     # ------------------------------------------------------------------ state
     @property
@@ -123,6 +131,7 @@ class FourierAccountant:
             self._check(mechanism)
         self._entries[mechanism] = self._entries.get(mechanism, 0) + count
         self._compiled = self._closed = None
+        self._derived = {}
         return self
 
     def _compile(self):
@@ -180,6 +189,16 @@ class FourierAccountant:
         return sup
 
     def _two_point_lattice(self):
+        if "lattice" not in self._derived:
+            self._derived["lattice"] = self._make_two_point_lattice()
+        return self._derived["lattice"]
+
+    def _laplace_split(self):
+        if "split" not in self._derived:
+            self._derived["split"] = self._make_laplace_split()
+        return self._derived["split"]
+
+    def _make_two_point_lattice(self):
         """Exact enumeration (:class:`TwoPointLedger`) when the ledger has only two-point losses (randomized
         response, pure DP) with at most ``MAX_ATOMS`` composed outcomes; None otherwise. Their characteristic
         functions do not decay, so Fourier inversion would need ~1/rtol nodes."""
@@ -190,6 +209,157 @@ class FourierAccountant:
         if float(np.prod(counts[keep] + 1.0)) > MAX_ATOMS:
             return None
         return TwoPointLedger(e_values[keep], counts[keep])
+
+    def _make_laplace_split(self):
+        """For ledgers of Laplace and two-point losses only (no Gaussian): ``(atoms, node_log, sup)``, where
+        ``atoms`` enumerates the all-atom part ``D = prod B_j^n_j prod A_i^n_i`` exactly (``A_i`` the Laplace
+        atoms, :func:`mechanisms.privacy_loss.laplace_split_log_mgf`), and ``node_log`` / ``sup`` give the log
+        transform of the rest, ``R = M - D = D (prod (1 + C_i/A_i)^n_i - 1)``, and a bound on ``|R|`` beyond a
+        frequency. ``R`` is a non-negative measure whose every term has a continuous factor, so ``|R| <=
+        D(c) ((1 + 1/|1 + 2s|)^N - 1) ~ N D(c) / |u|`` decays and the truncation error falls like 1/U^2, where
+        the whole characteristic function (atoms included) does not decay at all. None if not applicable or if
+        the atoms exceed ``MAX_ATOMS``."""
+        mu2, e_values, counts, others = self._compile()
+        if mu2 or not others or any(type(m) is not LaplaceMechanism for m, _ in others):
+            return None
+        ts = np.array([m.sensitivity / m.scale for m, _ in others], dtype=np.float64)
+        ns = np.array([n for _, n in others], dtype=np.float64)
+        keep = e_values > 0.0
+        if float(np.prod(counts[keep] + 1.0) * np.prod(ns + 1.0)) > MAX_ATOMS:
+            return None
+        log_pos = -np.log1p(np.exp(-e_values[keep]))
+        atoms = TwoPointLedger(
+            np.concatenate((e_values[keep], ts)),
+            np.concatenate((counts[keep], ns)),
+            log_masses=list(zip(log_pos, log_pos - e_values[keep])) + [(-np.log(2.0), -t - np.log(2.0)) for t in ts],
+        )
+        two_e, two_n = e_values[keep], counts[keep]
+
+        def log_d_and_z(s):
+            s = np.asarray(s, dtype=np.complex128)
+            s = np.where(s.real < -0.5, -1.0 - s, s)  # every pair here is symmetric: M(s) = M(-1 - s)
+            log_d = _two_point_log_mgf(s, two_e, two_n) if two_e.size else np.zeros(s.shape, dtype=np.complex128)
+            z = np.zeros(s.shape, dtype=np.complex128)
+            with np.errstate(divide="ignore"):
+                for t, n in zip(ts, ns):
+                    log_a, ratio = privacy_loss.laplace_split_log_mgf(s, t)
+                    log_d = log_d + n * log_a
+                    z = z + n * np.log1p(ratio)
+            return log_d, z
+
+        def node_log(s):
+            log_d, z = log_d_and_z(s)
+            with np.errstate(divide="ignore"):
+                return log_d + np.log(np.expm1(z))
+
+        total_n = float(ns.sum())
+
+        def sup(kappa, u_min):
+            log_d = float(np.real(log_d_and_z(np.array([complex(kappa)]))[0][0]))
+            c = kappa if kappa >= -0.5 else -1.0 - kappa
+            return log_d + float(np.log(np.expm1(total_n * np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))))
+
+        return atoms, node_log, sup
+
+    def _split_plan(self, epsilon, tolerance, split, kappa):
+        atoms, node_log, sup = split
+        lm = lambda s: self._log_mgf(s, Direction.REMOVE)  # noqa: E731
+        return make_plan(lm, sup, epsilon, tolerance, max_terms=self._max_terms, kappa=kappa,
+                         max_damping=self._max_damping(), node_log_mgf=node_log)
+
+    def _split_delta_bounds(self, epsilon, split):
+        """delta = (atoms, exact) + (rest, Fourier inversion of R); both directions agree (symmetric pairs)."""
+        atoms = split[0]
+        lm = lambda s: self._log_mgf(s, Direction.REMOVE)  # noqa: E731
+        log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, self._max_damping())
+        kappa = max(kappa, 0.25)  # any damping > 0 is valid; near 0 the period would explode
+        exact = atoms.delta_bounds(epsilon)
+        tolerance = self._rtol * max(exact.estimate, np.exp(log_chernoff) * 1e-3) / 16.0
+        for _ in range(4):
+            plan = self._split_plan(epsilon, tolerance, split, kappa)
+            rest, errors = invert(plan, epsilon)
+            b = Bounds(exact.lower + rest.lower, exact.estimate + rest.estimate, min(exact.upper + rest.upper, 1.0))
+            if b.upper - b.lower <= self._rtol * b.estimate or b.upper == 0.0:
+                return b
+            tolerance = min(tolerance, self._rtol * b.estimate) / 16.0
+        raise AccuracyError(
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={self._rtol} (Laplace ledger, atoms "
+            f"enumerated exactly, the rest by Fourier inversion): bounds {tuple(b)} with damping {plan.kappa:.4g}, "
+            f"period {plan.period:.4g}, {errors['nodes']} nodes (max_terms={self._max_terms}); errors {errors}. "
+            f"{_hint(errors)}"
+        )
+
+    def _split_epsilon_bounds(self, delta, split):
+        atoms = split[0]
+        pure = self.pure_epsilon()
+        lm = lambda s: self._log_mgf(s, Direction.REMOVE)  # noqa: E731
+        log_delta = np.log(delta)
+
+        def objective(orders):
+            kappa = np.asarray(orders) - 1.0
+            return (np.real(lm(kappa.astype(np.complex128))) + log_chernoff_constant(kappa) - log_delta) / kappa
+
+        cap = self._max_damping()
+        grid = 1.0 + np.geomspace(1e-3, min(1e3, cap), 41)
+        opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
+        hi = min(max(opt.value, 0.0), pure)  # delta(hi) <= delta: Chernoff, or zero at the pure epsilon
+        kappa = max(min(opt.order - 1.0, cap), 0.25)
+        tolerance, plan_eps = self._rtol * delta / 16.0, max(0.8 * hi, hi - 3.0 / kappa)  # as in _direction_epsilon
+
+        for _ in range(4):
+            plan = self._split_plan(plan_eps, tolerance, split, kappa)
+
+            def excess(eps, field):
+                return getattr(atoms.delta_bounds(eps), field) + getattr(invert(plan, eps)[0], field) - delta
+
+            if excess(0.0, "upper") <= 0:
+                upper = 0.0
+            else:
+                top = hi
+                for _ in range(100):
+                    if top >= pure or excess(top, "upper") <= 0:
+                        break
+                    top = top * 1.001 + 1e-9
+                top = min(top, pure)
+                if excess(top, "upper") > 0 and top < pure:
+                    raise AccuracyError(
+                        f"FourierAccountant: the certified delta stays above {delta} up to epsilon {top:.6g} "
+                        f"(Laplace ledger); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
+                        f"(max_terms={self._max_terms}), rtol={self._rtol}."
+                    )
+                upper = top if excess(top, "upper") > 0 else optimize.brentq(
+                    lambda e: excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
+                step = max(abs(upper) * 1e-12, 1e-300)
+                while upper < top and excess(upper, "upper") > 0:
+                    upper, step = min(upper + step, top), 2.0 * step
+            low, est, up = (excess(upper, f) + delta for f in ("lower", "estimate", "upper"))
+            if up - low <= self._rtol * est or upper == 0.0:
+                break
+            # Near the pure epsilon (tiny delta) the pure epsilon itself may be within rtol: it is an upper bound
+            # ((pure, 0)-DP), and if the certified lower delta still exceeds delta just below it, so is the rest.
+            just_below = pure * (1.0 - self._rtol / 2.0)
+            if excess(just_below, "lower") > 0:
+                return Bounds(lower=just_below, estimate=pure, upper=pure)
+            if abs(plan_eps - upper) <= 1e-3 * max(upper, 1e-300):
+                tolerance /= 16.0
+            plan_eps, kappa = upper, max(kappa, 0.25)
+        else:
+            raise AccuracyError(
+                f"FourierAccountant could not certify epsilon at delta={delta} to rtol={self._rtol} (Laplace ledger, "
+                f"atoms enumerated exactly): at epsilon {upper:.10g} delta is in [{low:.6g}, {up:.6g}] with damping "
+                f"{plan.kappa:.4g}, {plan.terms + 1} nodes (max_terms={self._max_terms}); raise max_terms or rtol."
+            )
+        estimate = 0.0
+        if upper > 0 and excess(0.0, "estimate") > 0:
+            estimate = upper if excess(upper, "estimate") > 0 else optimize.brentq(
+                lambda e: excess(e, "estimate"), 0.0, upper, xtol=1e-14)
+        lower, gap = 0.0, 1e-10
+        while gap < 1.0 and estimate > 0:
+            if excess(estimate * (1.0 - gap), "lower") > 0:
+                lower = estimate * (1.0 - gap)
+                break
+            gap *= 10.0
+        return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper)
 
     def _max_damping(self):
         """Damping cap: large for closed-form ledgers (cost independent of the tilt), small where a quadrature's
@@ -257,6 +427,9 @@ class FourierAccountant:
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.delta_bounds(epsilon)
+        split = self._laplace_split()
+        if split is not None:
+            return self._split_delta_bounds(epsilon, split)
         parts = [self._direction_bounds(d, epsilon)[0] for d in Direction]
         return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
 
@@ -298,6 +471,9 @@ class FourierAccountant:
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.epsilon_bounds(delta, self.pure_epsilon())
+        split = self._laplace_split()
+        if split is not None:
+            return self._split_epsilon_bounds(delta, split)
         log_delta = np.log(delta)
         out = []
         for direction in Direction:
@@ -325,8 +501,9 @@ class FourierAccountant:
         tolerance = self._rtol * delta / 16.0
         for _ in range(4):
             # Errors shrink as epsilon grows, so a plan made at a lower epsilon holds above it: plan at 0.8 x the
-            # Chernoff bracket first (the answer usually lies above), at the answer itself when re-planning.
-            plan_eps = 0.8 * hi if kappa is not None else hi
+            # Chernoff bracket first (the answer usually lies above), but not more than 3 / kappa below it (the
+            # errors grow like e^(kappa (hi - eps))); at the answer itself when re-planning.
+            plan_eps = max(0.8 * hi, hi - 3.0 / kappa) if kappa is not None else hi
             plan = make_plan(lm, sup, plan_eps, tolerance, max_terms=self._max_terms, kappa=kappa, max_damping=cap)
 
             def log_excess(eps, field):
@@ -390,6 +567,9 @@ class FourierAccountant:
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")
+        if self._laplace_split() is not None:
+            return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
+                    f"(thesis Sec 3.4), characteristic functions in closed form, rtol {self._rtol:g}")
         how = "characteristic functions in closed form" if self.certified else (
             "characteristic functions partly by quadrature (its error estimated, not proven)"
         )

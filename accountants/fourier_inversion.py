@@ -110,10 +110,14 @@ def chernoff_log_delta(log_mgf_real, epsilon, max_kappa=1e7):
 
 
 def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, kappa=None,
-              max_damping=MAX_DAMPING):
+              max_damping=MAX_DAMPING, node_log_mgf=None):
     """Choose damping, period and number of nodes so that aliasing and truncation at ``epsilon`` are each at
     most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes. The damping
-    is the Chernoff-optimal one (the saddle point, where the terms are smallest) capped at ``max_damping``."""
+    is the Chernoff-optimal one (the saddle point, where the terms are smallest) capped at ``max_damping``.
+
+    ``node_log_mgf``, if given, supplies the values at the nodes instead of ``log_mgf``: the log transform of
+    a non-negative part of the loss's law (its aliasing and Chernoff terms are then bounded through the whole
+    law's ``log_mgf``, which dominates it; ``log_mgf_sup`` must bound the part)."""
     if kappa is None:
         _, kappa = chernoff_log_delta(lambda k: log_mgf(k.astype(np.complex128)), epsilon, max_damping)
     if kappa < 0:
@@ -145,7 +149,7 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
         kappa_tail=kappa_tail,
         period=period,
         terms=terms,
-        log_m_nodes=np.asarray(log_mgf(nodes), dtype=np.complex128),
+        log_m_nodes=np.asarray((log_mgf if node_log_mgf is None else node_log_mgf)(nodes), dtype=np.complex128),
         log_m_kappa=log_m_kappa,
         log_m_tail=log_m_tail,
         log_sup=float(log_sup),
@@ -263,7 +267,8 @@ MAX_ATOMS = 1 << 18
 
 class TwoPointLedger:
     """Exact privacy profile of a composition of two-point losses ``+-E_i`` (``n_i`` runs each), with float64
-    rounding bounded.
+    rounding bounded. ``log_masses`` (optional) gives ``(log mass at +E_i, log mass at -E_i)`` per group for
+    sub-probability parts (default: the pair (Bernoulli(p*), Bernoulli(1 - p*)) of randomized response).
 
     Outcome ``j = (j_1, ...)`` (``j_i`` runs at ``+E_i``) has loss ``l_j = sum (2 j_i - n_i) E_i`` and
     probability ``prod C(n_i, j_i) p_i^j_i (1 - p_i)^(n_i - j_i)``, ``p_i = 1 / (1 + e^-E_i)``;
@@ -273,14 +278,17 @@ class TwoPointLedger:
     ``e^(+-rho)``, and the summation error (positive terms) is added relatively.
     """
 
-    def __init__(self, e_values, counts):
+    def __init__(self, e_values, counts, log_masses=None):
         loss, log_p = np.zeros(1), np.zeros(1)
         loss_mag, logp_mag = 0.0, 0.0
-        for e, n in zip(e_values, counts):
+        for i, (e, n) in enumerate(zip(e_values, counts)):
             n = int(n)
             j = np.arange(n + 1, dtype=np.float64)
-            log_pos = -np.log1p(np.exp(-e))  # log p*
-            log_neg = log_pos - e  # log (1 - p*)
+            if log_masses is None:
+                log_pos = -np.log1p(np.exp(-e))  # log p*
+                log_neg = log_pos - e  # log (1 - p*)
+            else:  # a sub-probability two-point part (the atoms of a Laplace loss)
+                log_pos, log_neg = log_masses[i]
             log_binom = special.gammaln(n + 1.0) - special.gammaln(j + 1.0) - special.gammaln(n - j + 1.0)
             group_log_p = log_binom + j * log_pos + (n - j) * log_neg
             group_loss = (2.0 * j - n) * e

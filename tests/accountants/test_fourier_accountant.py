@@ -177,12 +177,35 @@ def test_gaussians_with_pure_dp_and_randomized_response_epsilon():
     ([(LaplaceMechanism(scale=0.5, sensitivity=2.0), 2)], [4.0, 4.0], 7.9),
 ])
 def test_laplace_compositions_against_closed_form_convolution(ledger, ts, epsilon):
-    # The loss has atoms, so its characteristic function does not decay: the certified interval is only as narrow
-    # as max_terms allows, here rtol = 1e-4.
-    fa = FourierAccountant(rtol=1e-4)
+    # The loss has atoms, so its characteristic function does not decay: the atoms are enumerated exactly and
+    # only the rest (which decays like 1/u) is Fourier-inverted, certified at the default rtol.
+    fa = FourierAccountant()
     for m, count in ledger:
         fa.compose(m, count=count)
-    assert_brackets(fa.delta_bounds(epsilon), pp.laplace_profile(epsilon, ts), rtol=1e-4)
+    assert_brackets(fa.delta_bounds(epsilon), pp.laplace_profile(epsilon, ts), rtol=1e-6)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.7, 2.0])
+def test_laplace_with_randomized_response_against_exact_sums(epsilon):
+    # Composition adds losses: delta = sum_k P(L_RR = c_k) delta_Laplace(epsilon - c_k) (the Laplace profile in
+    # closed form at any real argument; the randomized-response loss enumerated exactly).
+    fa = FourierAccountant().compose(LaplaceMechanism(scale=1.0), count=2).compose(RandomizedResponse(p=0.7), 3)
+    with mp.workdps(40):
+        exact = mp.fsum(w * pp.laplace_profile(epsilon - c, [1.0, 1.0], dps=30)
+                        for c, w in pp.discrete_loss([(pp.rr_pair_from_p(0.7), 3)], dps=40))
+    assert_brackets(fa.delta_bounds(epsilon), exact, rtol=1e-6)
+
+
+@pytest.mark.parametrize("delta", [0.1, 1e-3, 1e-6, 1e-10])
+def test_laplace_composition_epsilon_against_closed_form_convolution(delta):
+    # Near the pure epsilon 2.5 (delta 1e-10: epsilon within 1e-9 of it) the pure epsilon itself is returned once
+    # the lower delta just below it is certified above delta.
+    fa = FourierAccountant().compose(LaplaceMechanism(scale=1.0), count=2).compose(LaplaceMechanism(scale=2.0))
+    exact = pp.epsilon_from_profile(lambda e: pp.laplace_profile(e, [1.0, 1.0, 0.5], dps=30), delta, rtol=1e-13)
+    b = fa.epsilon_bounds(delta)
+    assert b.lower <= b.estimate <= b.upper <= fa.pure_epsilon() == 2.5
+    assert b.lower <= exact * (1 + 1e-12) and exact <= b.upper * (1 + 1e-12)
+    assert b.upper <= exact * (1 + 1e-6)
 
 
 @pytest.mark.parametrize("ledger,groups,epsilon", [
@@ -207,15 +230,22 @@ def test_pure_dp_ledgers_have_zero_delta_beyond_basic_composition():
     assert fa.get_delta(7.0) == 0.0
 
 
-def test_laplace_only_ledgers_at_the_default_rtol_say_what_was_tried():
-    # Documented limit: a ledger of Laplace mechanisms alone has atoms in its loss, so its characteristic
-    # function does not decay; the truncation bound falls like 1/nodes and max_terms = 2**20 leaves a relative
-    # width ~1e-5 > rtol = 1e-6. The error says what was tried and what to change. (Small max_terms: fast.)
-    fa = FourierAccountant(max_terms=1 << 12).compose(LaplaceMechanism(scale=1.0), count=2)
+def test_laplace_ledgers_that_cannot_be_certified_say_what_was_tried():
+    # Documented limits. (1) Too many atoms to enumerate (4^10 > MAX_ATOMS outcomes): plain Fourier inversion of a
+    # characteristic function that does not decay; its truncation error falls like 1/nodes (2**20 nodes give
+    # about rtol 1e-5). (2) Atoms enumerated, but too few nodes for the rest. Small max_terms keep this fast.
+    many = FourierAccountant(max_terms=1 << 12)
+    for k in range(10):
+        many.compose(LaplaceMechanism(scale=2.0 + k), count=3)
     with pytest.raises(AccuracyError, match=r"nodes \(max_terms=4096\).*truncation.*does not decay"):
-        fa.delta_bounds(1.0)
+        many.delta_bounds(1.0)
     with pytest.raises(AccuracyError, match=r"max_terms=4096.*does not decay"):
-        fa.epsilon_bounds(1e-6)
+        many.epsilon_bounds(1e-6)
+    few = FourierAccountant(rtol=1e-12, max_terms=64).compose(LaplaceMechanism(scale=1.0), count=2)
+    with pytest.raises(AccuracyError, match=r"atoms enumerated exactly.*max_terms=64"):
+        few.delta_bounds(1.0)
+    with pytest.raises(AccuracyError, match=r"atoms enumerated exactly.*max_terms=64"):
+        few.epsilon_bounds(1e-3)
 
 
 @pytest.mark.parametrize("ledger,groups", [
