@@ -12,6 +12,7 @@ explicit ``random_state``; numpy's generator is not cryptographically secure.
 
 from predict._common import ABSTAIN
 from predict.ind_knn import IndKNNClassifier
+from predict.neighbours import ExactSearch, LSHSearch
 from predict.private_knn import PrivateKNNClassifier
 
-__all__ = ["ABSTAIN", "IndKNNClassifier", "PrivateKNNClassifier"]
+__all__ = ["ABSTAIN", "IndKNNClassifier", "PrivateKNNClassifier", "ExactSearch", "LSHSearch"]
