@@ -206,6 +206,25 @@ def test_laplace_composition_epsilon_against_closed_form_convolution(delta):
     assert b.lower <= b.estimate <= b.upper <= fa.pure_epsilon() == 2.5
     assert b.lower <= exact * (1 + 1e-12) and exact <= b.upper * (1 + 1e-12)
     assert b.upper <= exact * (1 + 1e-6)
+    # get_delta plans its own grid, so it need not repeat the search's delta bit for bit: within rtol
+    assert fa.get_delta(b.upper) <= delta * (1 + 1e-6)
+
+
+@settings(max_examples=8)
+@given(scales=st.lists(st.tuples(st.floats(0.3, 5.0), st.integers(1, 2)), min_size=1, max_size=2),
+       epsilon=st.floats(0.0, 6.0))
+def test_lower_exact_upper_for_laplace_ledgers(scales, epsilon):
+    fa = FourierAccountant()
+    ts = []
+    for scale, count in scales:
+        fa.compose(LaplaceMechanism(scale=scale), count=count)
+        ts += [1.0 / scale] * count
+    exact = float(pp.laplace_profile(epsilon, ts, dps=30))
+    bounds = fa.delta_bounds(epsilon)
+    if exact == 0.0:
+        assert bounds.upper == 0.0 or epsilon >= sum(ts) * (1 - 1e-12)
+    else:
+        assert_brackets(bounds, exact, rtol=1e-6)
 
 
 @pytest.mark.parametrize("ledger,groups,epsilon", [
