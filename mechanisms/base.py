@@ -73,7 +73,10 @@ class Mechanism(abc.ABC):
         if not isinstance(direction, Direction):
             raise TypeError(f"`direction` of {type(self).__name__}.log_mgf must be a Direction; got {direction!r}.")
         try:
-            arr = np.asarray(s, dtype=np.complex128)
+            raw = np.asarray(s)
+            if raw.dtype == object or not (raw.dtype.kind in "biufc"):
+                raise TypeError  # None, strings, mixed objects: not numbers (numpy would turn None into nan)
+            arr = raw.astype(np.complex128)
         except (TypeError, ValueError):
             raise TypeError(f"`s` of {type(self).__name__}.log_mgf must be complex numbers; got {s!r}.") from None
         if np.isnan(arr).any():

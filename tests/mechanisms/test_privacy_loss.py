@@ -337,8 +337,6 @@ def test_non_numeric_s_is_a_type_error(s):
         LaplaceMechanism(scale=1.0).log_mgf(s)
 
 
-@pytest.mark.xfail(strict=True, reason="library bug: log_mgf(None) converts None to complex nan and raises "
-                   "ValueError('... got nan') instead of a TypeError for a non-number (mechanisms/base.py)")
 def test_none_s_is_a_type_error():
     with pytest.raises(TypeError, match="`s`"):
         LaplaceMechanism(scale=1.0).log_mgf(None)
