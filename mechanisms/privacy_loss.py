@@ -30,6 +30,8 @@ import functools
 import numpy as np
 from scipy import special
 
+from mechanisms.errors import NumericalError
+
 __all__ = [
     "gaussian_log_mgf",
     "laplace_log_mgf",
@@ -119,7 +121,25 @@ def _leggauss(order):
     return nodes, weights
 
 
+#: Largest output-space quadrature (nodes) and largest (frequencies x nodes) line evaluation attempted. Beyond
+#: them the loss is too spread out for Fourier inversion at the requested accuracy (typically a mechanism with
+#: very little noise): raise instead of exhausting memory or running for hours.
+MAX_QUADRATURE_NODES = 1 << 22
+MAX_LINE_WORK = 1 << 31
+
+
+def _check_nodes(count):
+    """Refuse a quadrature of more than :data:`MAX_QUADRATURE_NODES` nodes before allocating it."""
+    if not count <= MAX_QUADRATURE_NODES:  # also refuses nan / inf counts
+        raise NumericalError(
+            f"the output-space quadrature would need {count:.3g} nodes (limit {MAX_QUADRATURE_NODES}): "
+            "the privacy loss is too spread out for the characteristic-function accountant at this accuracy "
+            "(a mechanism with very little noise); use RDPAccountant, or a larger rtol."
+        )
+
+
 def _gauss_legendre_panels(lo, hi, panels, order=24):
+    _check_nodes(panels * order)
     nodes, weights = _leggauss(order)
     edges = np.linspace(lo, hi, panels + 1)
     half = np.diff(edges)[:, None] / 2.0
@@ -146,17 +166,20 @@ def gaussian_output_quadrature(mu, max_frequency=0.0, tilt=0.0, gamma=None, widt
     """
     a_lo, a_hi = (tilt, tilt) if np.isscalar(tilt) else tilt
     lo, hi = min(0.0, a_lo * mu) - width, max(0.0, a_hi * mu) + mu + width
+    _check_nodes(24.0 * np.ceil((hi - lo) * 4.0))
     edges = [np.linspace(lo, hi, int(np.ceil((hi - lo) * 4.0)) + 1)]
     if max_frequency > 0:
         d_r = 3.0 * 2.0 * np.pi / max_frequency  # three oscillations per 24-node panel
         if gamma is None:
             r_lo, r_hi = mu * lo - 0.5 * mu * mu, mu * hi - 0.5 * mu * mu
+            _check_nodes(24.0 * (r_hi - r_lo) / d_r)
             r_grid = np.arange(r_lo, r_hi, d_r)
             edges.append((r_grid + 0.5 * mu * mu) / mu)
         else:
             log_1mg = np.log1p(-gamma)
             r_of = lambda x: np.logaddexp(log_1mg, np.log(gamma) + mu * x - 0.5 * mu * mu)  # noqa: E731
             r_lo, r_hi = r_of(lo), r_of(hi)
+            _check_nodes(24.0 * (r_hi - r_lo) / d_r)
             r_grid = np.arange(r_lo + d_r, r_hi, d_r)
             # x(r) = (log((e^r - (1 - g)) / g) + mu^2 / 2) / mu
             log_excess = r_grid + np.log(-np.expm1(log_1mg - r_grid))
@@ -235,6 +258,12 @@ def subsampled_log_f(z, gamma, quadrature):
         out[:] = np.log(np.exp(terms - peak).sum(axis=1)) + peak[:, 0]
         return out.reshape(z.shape)
     if _is_line(flat):
+        if flat.size * r.size > MAX_LINE_WORK:
+            raise NumericalError(
+                f"evaluating the subsampled characteristic function at {flat.size} frequencies over {r.size} "
+                f"quadrature nodes exceeds the work limit {MAX_LINE_WORK:.3g}: the privacy loss is too spread out "
+                "for the characteristic-function accountant at this accuracy; use RDPAccountant, or a larger rtol."
+            )
         a, du = flat[0].real, flat[1].imag - flat[0].imag
         log_c = quadrature.log_weights + a * r
         peak = log_c.max()

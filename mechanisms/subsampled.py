@@ -6,7 +6,7 @@ import numpy as np
 
 from mechanisms import _validate, privacy_loss, subsampled_rdp
 from mechanisms.base import Mechanism
-from mechanisms.errors import MissingCapabilityError
+from mechanisms.errors import MissingCapabilityError, NumericalError
 from mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["PoissonSubsampled"]
@@ -149,9 +149,20 @@ class PoissonSubsampled(Mechanism):
             # Long lines of nodes (Fourier inversion): the quadrature needs panels that resolve the highest
             # frequency asked for, so give each chunk of nodes its own quadrature (low frequencies are cheap).
             out = np.empty(flat.shape, dtype=np.complex128)
+            work = 0
             for start in range(0, flat.size, _CHUNK):
                 part = flat[start : start + _CHUNK]
-                out[start : start + _CHUNK] = privacy_loss.subsampled_log_f(1.0 + part, q, self._quadrature(part))
+                quadrature = self._quadrature(part)
+                work += part.size * quadrature.log_weights.size
+                if work > privacy_loss.MAX_LINE_WORK:
+                    raise NumericalError(
+                        f"{self!r}: evaluating the characteristic function at {flat.size} frequencies exceeds the "
+                        f"work limit {privacy_loss.MAX_LINE_WORK:.3g} (frequencies x quadrature nodes) after "
+                        f"{start + part.size} of them: the privacy loss is too spread out for the "
+                        "characteristic-function accountant at this accuracy (little noise); use RDPAccountant, "
+                        "or a larger rtol."
+                    )
+                out[start : start + _CHUNK] = privacy_loss.subsampled_log_f(1.0 + part, q, quadrature)
             return out.reshape(s.shape)
         return privacy_loss.subsampled_log_f(1.0 + s, q, self._quadrature(s))
 

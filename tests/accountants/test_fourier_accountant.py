@@ -655,3 +655,14 @@ def test_non_numeric_grids_are_type_errors(gaussian_accountant, call):
 def test_empty_epsilon_grid(gaussian_accountant):
     lower, estimate, upper = gaussian_accountant.privacy_profile([])
     assert lower.shape == estimate.shape == upper.shape == (0,)
+
+
+@pytest.mark.parametrize("sigma", [1e-6, 1e-3])
+def test_too_little_noise_for_fourier_is_a_clear_error_not_an_exhausted_machine(sigma):
+    # Such losses need quadratures of millions of nodes; the accountant refuses before allocating them.
+    from mechanisms.errors import NumericalError
+
+    fa = FourierAccountant()
+    with pytest.raises(NumericalError, match="use RDPAccountant"):  # from compose or from the report
+        fa.compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=0.2), count=10)
+        fa.epsilon_report(1e-5)
