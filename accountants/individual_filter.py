@@ -52,7 +52,6 @@ computed for the budget ``B * (1 + RTOL)``, the largest total any record can rea
 """
 
 import numbers
-import operator
 
 import numpy as np
 
@@ -81,15 +80,7 @@ def _accounting(value, owner):
 
 
 def _nonnegative_int(value, name, owner):
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"`{name}` of {owner} must be an integer; got bool {value!r}.")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"`{name}` of {owner} must be an integer; got {type(value).__name__} {value!r}.") from None
-    if n < 0:
-        raise ValueError(f"`{name}` of {owner} must be non-negative; got {n}.")
-    return n
+    return _validate.integer(value, name, owner, minimum=0)
 
 
 def _scalar(value):

@@ -64,17 +64,23 @@ def open_unit_interval(value, name, owner):
     return x
 
 
-def positive_int(value, name, owner):
-    """An integer >= 1 (numpy integers accepted, floats and booleans refused)."""
+def integer(value, name, owner, *, minimum):
+    """An integer >= ``minimum`` (numpy integers accepted, floats and booleans refused)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"`{name}` of {owner} must be an integer; got bool {value!r}.")
     try:
         n = operator.index(value)
     except TypeError:
         raise TypeError(f"`{name}` of {owner} must be an integer; got {type(value).__name__} {value!r}.") from None
-    if n < 1:
-        raise ValueError(f"`{name}` of {owner} must be at least 1; got {n}.")
+    if n < minimum:
+        bound = "non-negative" if minimum == 0 else f"at least {minimum}"
+        raise ValueError(f"`{name}` of {owner} must be {bound}; got {n}.")
     return n
+
+
+def positive_int(value, name, owner):
+    """An integer >= 1 (numpy integers accepted, floats and booleans refused)."""
+    return integer(value, name, owner, minimum=1)
 
 
 def orders_array(orders, owner):

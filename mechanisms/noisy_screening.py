@@ -32,8 +32,6 @@ adds or removes one vote; either way the plurality count changes by at most one 
 
 import dataclasses
 import math
-import numbers
-import operator
 
 import numpy as np
 from scipy import special
@@ -54,12 +52,8 @@ _CHUNK = 1 << 20
 
 
 def _integer(value, name, owner, *, minimum):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` of {owner} must be an integer; got {type(value).__name__} {value!r}.")
-    n = operator.index(value)
-    if n < minimum:
-        raise ValueError(f"`{name}` of {owner} must be at least {minimum}; got {n}.")
-    return n
+    """Integers of the screening description (``k``, ``num_classes``, votes): see :func:`_validate.integer`."""
+    return _validate.integer(value, name, owner, minimum=minimum)
 
 
 def _log_pass(t, threshold, sigma):

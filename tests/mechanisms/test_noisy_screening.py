@@ -294,7 +294,7 @@ def test_data_dependent_is_not_a_mechanism_and_accountants_refuse_it():
         ((301,) + (0,) * 9, ValueError, r"at most k = 300"),
         ((29,) * 10, ValueError, r"plurality at least min_plurality = 30"),
         ((300.0,) + (0,) * 9, TypeError, r"`votes` of DataDependentScreening must be an integer"),
-        ((-1, 300) + (0,) * 8, ValueError, r"`votes`.*at least 0"),
+        ((-1, 300) + (0,) * 8, ValueError, r"`votes`.*non-negative"),
         (5, TypeError, r"sequence of integers"),
     ],
 )
