@@ -40,6 +40,7 @@ Examples
 
 import dataclasses
 import math
+import concurrent.futures
 import numbers
 
 import numpy as np
@@ -331,46 +332,59 @@ class LSHSearch(ExactSearch):
 
     def _pairs_prepared(self, tq, tau):
         # Thousands of small products: torch's intra-op thread pool costs more than it gains on them (and much
-        # more on a loaded machine), so they run on one thread; the previous setting is restored.
+        # more on a loaded machine), so each runs on one thread, and the tables are spread over as many Python
+        # threads as torch had; the previous setting is restored.
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return self._bucket_pairs(tq, tau)
+            return self._bucket_pairs(tq, tau, workers=threads)
         finally:
             torch.set_num_threads(threads)
 
-    def _bucket_pairs(self, tq, tau):
+    def _bucket_pairs(self, tq, tau, workers):
         nq = int(tq.shape[0])
         keys = []
         vals = []
         width = max(self.n, 1)
-        for s in range(0, nq, self.block_size):
-            block = tq[s:s + self.block_size]
-            qc = self.codes(block)
-            for table in range(self.tables):
-                code = qc[:, table]
-                qorder = np.argsort(code, kind="stable")
-                ucode, first = np.unique(code[qorder], return_index=True)
-                last = np.append(first[1:], qorder.shape[0])
-                offsets = self._offsets[table]
-                for c, a, b in zip(ucode.tolist(), first.tolist(), last.tolist()):
-                    lo, hi = offsets[c], offsets[c + 1]
-                    if hi == lo:
-                        continue
-                    rec = self._order[table][lo:hi]
-                    qs = qorder[a:b]
-                    # index_select gathers rows about 4x faster than advanced indexing
-                    tq_sub = torch.index_select(block, 0, torch.from_numpy(qs))
-                    sq = torch.index_select(self._sq, 0, rec) if self._sq is not None else None
-                    r, cidx, v = block_pairs(tq_sub, torch.index_select(self._tX, 0, rec), tau, kernel=self.kernel,
-                                             nu=self.nu, sq_x=sq)
-                    if r.shape[0] == 0:
-                        continue
-                    keys.append((qs[r.numpy()].astype(np.int64) + s) * width + rec[cidx].numpy())
-                    vals.append(v.numpy().astype(np.float64))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            for s in range(0, nq, self.block_size):
+                block = tq[s:s + self.block_size]
+                qc = self.codes(block)
+                # Tables run side by side (torch releases the GIL in its kernels); results are collected in
+                # table order, so the output does not depend on the number of workers.
+                jobs = [pool.submit(self._table_pairs, block, qc[:, table], table, s, tau, width)
+                        for table in range(self.tables)]
+                for job in jobs:
+                    k, v = job.result()
+                    keys += k
+                    vals += v
         if not keys:
             return _to_csr(nq, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
         key = np.concatenate(keys)
         val = np.concatenate(vals)
         ukey, first = np.unique(key, return_index=True)
         return _to_csr(nq, ukey // width, ukey % width, val[first])
+
+    def _table_pairs(self, block, code, table, s, tau, width):
+        """Pairs above ``tau`` between the queries of ``block`` and the records sharing their bucket in ``table``."""
+        keys, vals = [], []
+        qorder = np.argsort(code, kind="stable")
+        ucode, first = np.unique(code[qorder], return_index=True)
+        last = np.append(first[1:], qorder.shape[0])
+        offsets = self._offsets[table]
+        for c, a, b in zip(ucode.tolist(), first.tolist(), last.tolist()):
+            lo, hi = offsets[c], offsets[c + 1]
+            if hi == lo:
+                continue
+            rec = self._order[table][lo:hi]
+            qs = qorder[a:b]
+            # index_select gathers rows about 4x faster than advanced indexing
+            tq_sub = torch.index_select(block, 0, torch.from_numpy(qs))
+            sq = torch.index_select(self._sq, 0, rec) if self._sq is not None else None
+            r, cidx, v = block_pairs(tq_sub, torch.index_select(self._tX, 0, rec), tau, kernel=self.kernel,
+                                     nu=self.nu, sq_x=sq)
+            if r.shape[0] == 0:
+                continue
+            keys.append((qs[r.numpy()].astype(np.int64) + s) * width + rec[cidx].numpy())
+            vals.append(v.numpy().astype(np.float64))
+        return keys, vals
