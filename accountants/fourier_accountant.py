@@ -29,7 +29,6 @@ was tried; pass a larger ``rtol`` (or ``max_terms``).
 """
 
 import numpy as np
-from scipy import optimize
 
 from accountants.conversions import minimize_over_orders
 from accountants.fourier_inversion import (
@@ -54,6 +53,14 @@ from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
 from mechanisms.relations import Direction, NeighboringRelation
 
 __all__ = ["FourierAccountant", "AccuracyError"]
+
+
+def _brentq(*args, **kwargs):
+    """``scipy.optimize.brentq``, imported on first use: scipy.optimize costs about 0.4 s to import, which
+    every ``import accountants`` (and every ``dpledger`` command) would otherwise pay."""
+    from scipy import optimize
+
+    return optimize.brentq(*args, **kwargs)
 
 
 #: Below this Chernoff-optimal damping, delta(epsilon) is first priced through 1 - delta (negative damping).
@@ -327,7 +334,7 @@ class FourierAccountant:
                         f"(Laplace ledger); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
                         f"(max_terms={self._max_terms}), rtol={self._rtol}."
                     )
-                upper = top if excess(top, "upper") > 0 else optimize.brentq(
+                upper = top if excess(top, "upper") > 0 else _brentq(
                     lambda e: excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
                 step = max(abs(upper) * 1e-12, 1e-300)
                 while upper < top and excess(upper, "upper") > 0:
@@ -351,7 +358,7 @@ class FourierAccountant:
             )
         estimate = 0.0
         if upper > 0 and excess(0.0, "estimate") > 0:
-            estimate = upper if excess(upper, "estimate") > 0 else optimize.brentq(
+            estimate = upper if excess(upper, "estimate") > 0 else _brentq(
                 lambda e: excess(e, "estimate"), 0.0, upper, xtol=1e-14)
         lower, gap = 0.0, 1e-10
         while gap < 1.0 and estimate > 0:
@@ -523,7 +530,7 @@ class FourierAccountant:
                         f"({direction.value}); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
                         f"(max_terms={self._max_terms}), rtol={self._rtol}."
                     )
-                upper = optimize.brentq(lambda e: log_excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
+                upper = _brentq(lambda e: log_excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
                 step = max(abs(upper) * 1e-12, 1e-300)
                 while log_excess(upper, "upper") > 0:  # brentq's root may sit just below: step up to `top`
                     upper, step = min(upper + step, top), 2.0 * step
@@ -545,14 +552,14 @@ class FourierAccountant:
         top = max(upper, 1e-12) * 1.01 + 1e-9
         estimate = 0.0
         if log_excess(0.0, "estimate") > 0:
-            estimate = optimize.brentq(lambda e: log_excess(e, "estimate"), 0.0, top, xtol=1e-14)
+            estimate = _brentq(lambda e: log_excess(e, "estimate"), 0.0, top, xtol=1e-14)
         # Certified lower end: the largest epsilon below the estimate at which even the lower delta exceeds
         # delta (the lower curve is not monotone near 0, where the aliasing bound is large).
         lower, gap = 0.0, 1e-10
         while gap < 1.0 and estimate > 0:
             if log_excess(estimate * (1.0 - gap), "lower") > 0:
                 lo_eps, hi_eps = estimate * (1.0 - gap), estimate * (1.0 - gap / 10.0)
-                lower = optimize.brentq(lambda e: log_excess(e, "lower"), lo_eps, hi_eps, xtol=1e-14) if (
+                lower = _brentq(lambda e: log_excess(e, "lower"), lo_eps, hi_eps, xtol=1e-14) if (
                     log_excess(hi_eps, "lower") < 0) else hi_eps
                 break
             gap *= 10.0
