@@ -9,10 +9,11 @@ list of :class:`_common.Section`; this script collects them and adds a summary o
 prediction and interoperability benchmarks (:data:`SCRIPTS`) are command-line scripts that write their own
 markdown under ``benchmarks/results/``; this script runs each in a fresh interpreter (so one cannot disturb
 another's timings or memory) and includes its file. ``RESULTS.md`` gets the command, the date, the machine and
-all of it. ``--only NAME ...`` reruns some benchmarks (the others' sections are then taken from their last
-results files, and the accounting sections are left out unless named). The peers (dp_accounting, Opacus, prv_accountant) are optional: install them
-with ``pip install -e '.[bench]'``; without them their columns are empty and the goals that need them are
-marked as not met.
+all of it, and last the main job (``dpledger demo``) with its report and plots. ``--only NAME ...`` reruns
+some benchmarks (the others' sections are then taken from their last results files, and the accounting sections
+are left out unless named). The peers (dp_accounting, Opacus, prv_accountant, autodp) are optional: install
+them with ``pip install -e '.[bench]'``; without them their columns are empty and the goals that need them
+are marked as not met.
 """
 
 import argparse
@@ -52,6 +53,9 @@ SCRIPTS = (
     ("bench_opacus_baseline", "adapters.md"),
 )
 RESULTS_DIR = HERE / "results"
+#: The main job, run last: ``dpledger demo`` writes its report and plots here, and RESULTS.md shows them.
+DEMO_DIR = RESULTS_DIR / "demo"
+DEMO = "dpledger_demo"
 
 
 def bench_modules():
@@ -86,6 +90,47 @@ def run_script(name):
             )
         )
     return sections, time.perf_counter() - start
+
+
+def run_demo(name=DEMO):
+    """Run ``python -m dpledger demo --output-dir benchmarks/results/demo`` (the main job, with its plots)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "dpledger", "demo", "--output-dir", str(DEMO_DIR)],
+        cwd=HERE.parent, capture_output=True, text=True, check=False,
+    )
+    sections = []
+    if done.returncode != 0:
+        sections.append(
+            Section(
+                title=f"{name}: FAILED (exit {done.returncode})",
+                body="```\n" + (done.stdout + done.stderr)[-4000:] + "\n```",
+                flags=(f"dpledger demo exited with {done.returncode}; see its section.",),
+            )
+        )
+    return sections, time.perf_counter() - start
+
+
+def demo_section():
+    """Markdown: the demo's text report and its plots (accuracy against epsilon; individual privacy spend)."""
+    report = DEMO_DIR / "report.txt"
+    if not report.exists():
+        return "## Main job (`dpledger demo`): missing\n\nRun `python benchmarks/run_all.py --only dpledger_demo`.\n"
+    return "\n".join([
+        "## Main job: `dpledger demo` (Ind-KNN, Private-kNN and non-private kNN across epsilon)",
+        "",
+        "Command: `python -m dpledger demo --output-dir benchmarks/results/demo` (what the README's main-job command "
+        "runs, with the output directory moved here).",
+        "",
+        "```",
+        report.read_text(encoding="utf-8").rstrip(),
+        "```",
+        "",
+        "![accuracy against epsilon](results/demo/accuracy_vs_epsilon.png)",
+        "",
+        "![individual privacy spend](results/demo/individual_privacy.png)",
+        "",
+    ])
 
 
 def included_results(names):
@@ -173,7 +218,7 @@ def header(started, elapsed, timings, load_at_start, load_at_end):
 def main(argv=None):
     """Run the benchmarks, write RESULTS.md and print its summary."""
     parser = argparse.ArgumentParser(description="Run the benchmarks and regenerate benchmarks/RESULTS.md.")
-    every = bench_modules() + [name for name, _ in SCRIPTS]
+    every = bench_modules() + [name for name, _ in SCRIPTS] + [DEMO]
     parser.add_argument("--only", nargs="+", choices=every, metavar="NAME", help=f"run only these: {every}")
     args = parser.parse_args(argv)
     chosen = set(args.only or every)
@@ -182,6 +227,7 @@ def main(argv=None):
     begin = time.perf_counter()
     sections, timings = [], []
     jobs = [(name, run_module) for name in bench_modules()] + [(name, run_script) for name, _ in SCRIPTS]
+    jobs.append((DEMO, run_demo))
     for name, runner in jobs:
         if name not in chosen:
             continue
@@ -195,6 +241,7 @@ def main(argv=None):
         [header(started, elapsed, timings, load_at_start, load_average()), summary(sections)]
         + [s.markdown() for s in sections]
         + included_results([name for name, _ in SCRIPTS])
+        + [demo_section()]
     )
     RESULTS.write_text(text, encoding="utf-8")
     print(summary(sections))
