@@ -79,10 +79,6 @@ def _accounting(value, owner):
     return key
 
 
-def _nonnegative_int(value, name, owner):
-    return _validate.integer(value, name, owner, minimum=0)
-
-
 def _scalar(value):
     """0-d numpy arrays (what ``np.load`` returns for saved scalars) as python scalars; others unchanged."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -129,7 +125,7 @@ class IndividualRenyiFilter:
 
     def __init__(self, budget, n_records=0, *, accounting="rdp"):
         self._budget = _validate.positive(budget, "budget", _OWNER)
-        n = _nonnegative_int(n_records, "n_records", _OWNER)
+        n = _validate.integer(n_records, "n_records", _OWNER, minimum=0)
         self._accounting = _accounting(accounting, _OWNER)
         self._spent = np.zeros(n, dtype=np.float64)
         self._retired = np.zeros(n, dtype=bool)
@@ -255,7 +251,7 @@ class IndividualRenyiFilter:
 
     def add(self, n):
         """Append ``n`` records with fresh budgets; return their indices."""
-        n = _nonnegative_int(n, "n", f"{_OWNER}.add")
+        n = _validate.integer(n, "n", f"{_OWNER}.add", minimum=0)
         start = self.n_records
         self._spent = np.concatenate((self._spent, np.zeros(n)))
         self._retired = np.concatenate((self._retired, np.zeros(n, dtype=bool)))

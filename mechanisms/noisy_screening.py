@@ -51,11 +51,6 @@ _RELATIVE_SLACK = 1e-11
 _CHUNK = 1 << 20
 
 
-def _integer(value, name, owner, *, minimum):
-    """Integers of the screening description (``k``, ``num_classes``, votes): see :func:`_validate.integer`."""
-    return _validate.integer(value, name, owner, minimum=minimum)
-
-
 def _log_pass(t, threshold, sigma):
     """``(log P[N(t, sigma^2) > T], log P[N(t, sigma^2) <= T])`` by ``log_ndtr`` (no cancellation)."""
     z = (np.asarray(t, dtype=np.float64) - threshold) / sigma
@@ -236,8 +231,8 @@ class NoisyScreening(Mechanism):
 
     def __post_init__(self):
         owner = "NoisyScreening"
-        k = _integer(self.k, "k", owner, minimum=1)
-        c = _integer(self.num_classes, "num_classes", owner, minimum=1)
+        k = _validate.integer(self.k, "k", owner, minimum=1)
+        c = _validate.integer(self.num_classes, "num_classes", owner, minimum=1)
         object.__setattr__(self, "k", k)
         object.__setattr__(self, "num_classes", c)
         object.__setattr__(self, "threshold", _validate.real(self.threshold, "threshold", owner))
@@ -245,7 +240,7 @@ class NoisyScreening(Mechanism):
         if self.min_plurality is None:
             lo = -(-k // c)
         else:
-            lo = _integer(self.min_plurality, "min_plurality", owner, minimum=0)
+            lo = _validate.integer(self.min_plurality, "min_plurality", owner, minimum=0)
             if lo > k:
                 raise ValueError(f"`min_plurality` of {owner} must be at most k = {k}; got {lo}.")
         object.__setattr__(self, "min_plurality", lo)
@@ -331,7 +326,7 @@ class DataDependentScreening:
             raw = list(self.votes)
         except TypeError:
             raise TypeError(f"`votes` of {owner} must be a sequence of integers; got {self.votes!r}.") from None
-        votes = tuple(_integer(v, "votes", owner, minimum=0) for v in raw)
+        votes = tuple(_validate.integer(v, "votes", owner, minimum=0) for v in raw)
         s = self.screening
         if len(votes) != s.num_classes:
             raise ValueError(f"`votes` of {owner} must have num_classes = {s.num_classes} entries; got {len(votes)}.")
