@@ -42,6 +42,7 @@ import dataclasses
 import math
 import concurrent.futures
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -259,18 +260,28 @@ class LSHSearch(ExactSearch):
     ``tables`` hash tables of ``bits`` hyperplanes ``r_j ~ N(0, I_d)`` drawn from ``rng`` (public randomness).
     A point's code in table ``l`` is ``sum_j 2^j 1[r_{l,j} . x >= 0]``. The candidates of a query are the points
     sharing its code in at least one table; among them the pairs with ``kappa >= tau`` are returned, as
-    :class:`ExactSearch` would compute them. Queries are grouped by bucket so each bucket's points are gathered
-    once per block of queries and multiplied with all the block's queries that fall into it.
+    :class:`ExactSearch` would compute them.
+
+    Only candidate pairs are computed, as a sampled dense-dense product (``torch.sparse.sampled_addmm``): for a
+    block of queries, every record's row of the pattern lists the queries that share one of its buckets, and
+    each listed pair costs one dot product of the two rows. Records are read once per block, in storage order
+    (no gather of the private matrix); the block's queries are small enough to stay in cache. The work is about
+    ``tables / 2**bits`` of the exact product's for evenly filled buckets. A pair found in several tables is
+    computed once per table with the same value and reported once. Each kernel value is a dot product of its
+    two rows alone, so it does not depend on the other records.
 
     Parameters
     ----------
     X, kernel, nu, block_size
-        As for :class:`ExactSearch` (larger query blocks share more bucket gathers; default 2048).
+        As for :class:`ExactSearch` (default 2048 queries per block).
     tables, bits : int
         ``L`` and ``b`` of the paper (defaults 30 and 8, its tuned CIFAR-10 values).
     rng : numpy.random.Generator
         Source of the hyperplanes. Not cryptographically secure; the hyperplanes are public.
     """
+
+    #: Candidate pairs per sampled product (bounds the memory of one chunk: about 20 bytes per pair).
+    CHUNK_PAIRS = 1 << 22
 
     def __init__(self, X, *, kernel="cosine", nu=None, block_size=2048, tables=30, bits=8, rng=None):
         owner = type(self).__name__
@@ -296,21 +307,21 @@ class LSHSearch(ExactSearch):
         return v
 
     def codes(self, t):
-        """Integer bucket codes (n, tables) of prepared float32 rows ``t`` (torch)."""
-        bits = (torch.matmul(t, self._tplanes) >= 0).to(torch.int64).reshape(t.shape[0], self.tables, self.bits)
+        """Integer bucket codes (n, tables) of prepared float32 rows ``t`` (torch), int64."""
+        signs = torch.matmul(t, self._tplanes) >= 0
+        if self.bits <= 24:  # sums of distinct powers of two below 2**24 are exact in float32
+            bits = signs.to(torch.float32).reshape(t.shape[0], self.tables, self.bits)
+            return torch.matmul(bits, self._weights.to(torch.float32)).to(torch.int64).numpy()
+        bits = signs.to(torch.int64).reshape(t.shape[0], self.tables, self.bits)
         return (bits * self._weights).sum(dim=2).numpy()
 
+    #: Codes of at most this many bits are looked up in tables of 2**bits entries; longer ones are searched.
+    LOOKUP_BITS = 16
+
     def _build(self):
-        codes = self.codes(self._tX) if self.n else np.zeros((0, self.tables), dtype=np.int64)
-        self._order = []
-        self._offsets = []
-        n_buckets = 1 << self.bits
-        for table in range(self.tables):
-            order = np.argsort(codes[:, table], kind="stable")
-            offsets = np.zeros(n_buckets + 1, dtype=np.int64)
-            np.cumsum(np.bincount(codes[:, table], minlength=n_buckets), out=offsets[1:])
-            self._order.append(torch.from_numpy(order.astype(np.int64)))
-            self._offsets.append(offsets)
+        self._codes = self.codes(self._tX) if self.n else np.zeros((0, self.tables), dtype=np.int64)
+        if self.bits <= self.LOOKUP_BITS:  # row of the (table, code) lookup tables
+            self._slots = self._codes + (np.arange(self.tables, dtype=np.int64) << self.bits)
 
     def _set_tensors(self):
         super()._set_tensors()
@@ -319,45 +330,41 @@ class LSHSearch(ExactSearch):
 
     def candidates(self, Q):
         """Sorted candidate record indices of each query row (a list of int64 arrays): union of its buckets."""
-        tq = self.prepare_queries(Q)
-        qc = self.codes(tq)
-        out = []
-        for t in range(tq.shape[0]):
-            parts = [
-                self._order[l][self._offsets[l][qc[t, l]]:self._offsets[l][qc[t, l] + 1]].numpy()
-                for l in range(self.tables)
-            ]
-            out.append(np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64))
-        return out
+        qc = self.codes(self.prepare_queries(Q))
+        return [np.flatnonzero((self._codes == row).any(axis=1)) for row in qc]
 
     def _pairs_prepared(self, tq, tau):
-        # Thousands of small products: torch's intra-op thread pool costs more than it gains on them (and much
-        # more on a loaded machine), so each runs on one thread, and the tables are spread over as many Python
-        # threads as torch had; the previous setting is restored.
+        # The sampled products run on one torch thread each (they do not use more), side by side over chunks
+        # of records in as many Python threads as torch had; the previous setting is restored.
+        # torch calls its sparse CSR layout "beta" in a warning; the sampled product is tested against exact search.
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return self._bucket_pairs(tq, tau, workers=threads)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+                return self._sampled_pairs(tq, tau, workers=threads)
         finally:
             torch.set_num_threads(threads)
 
-    def _bucket_pairs(self, tq, tau, workers):
+    def _sampled_pairs(self, tq, tau, workers):
         nq = int(tq.shape[0])
-        keys = []
-        vals = []
+        keys, vals = [], []
         width = max(self.n, 1)
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            for s in range(0, nq, self.block_size):
+            for s in range(0, nq if self.n else 0, self.block_size):
                 block = tq[s:s + self.block_size]
-                qc = self.codes(block)
-                # Tables run side by side (torch releases the GIL in its kernels); results are collected in
-                # table order, so the output does not depend on the number of workers.
-                jobs = [pool.submit(self._table_pairs, block, qc[:, table], table, s, tau, width)
-                        for table in range(self.tables)]
+                qcodes = self.codes(block)
+                start, count, flat_order = self._bucket_runs(qcodes)
+                cum = np.cumsum(count.sum(axis=1))
+                bounds = np.unique(np.searchsorted(cum, np.arange(1, cum[-1] // self.CHUNK_PAIRS + 1)
+                                                   * self.CHUNK_PAIRS, side="right"))
+                edges = [0] + [int(b) for b in bounds if 0 < b < self.n] + [self.n]
+                jobs = [pool.submit(self._chunk_pairs, block, a, b, start[a:b], count[a:b], flat_order, tau)
+                        for a, b in zip(edges[:-1], edges[1:]) if b > a]
                 for job in jobs:
-                    k, v = job.result()
-                    keys += k
-                    vals += v
+                    r, q, v = job.result()
+                    keys.append((q + s) * width + r)
+                    vals.append(v)
         if not keys:
             return _to_csr(nq, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
         key = np.concatenate(keys)
@@ -365,26 +372,66 @@ class LSHSearch(ExactSearch):
         ukey, first = np.unique(key, return_index=True)
         return _to_csr(nq, ukey // width, ukey % width, val[first])
 
-    def _table_pairs(self, block, code, table, s, tau, width):
-        """Pairs above ``tau`` between the queries of ``block`` and the records sharing their bucket in ``table``."""
-        keys, vals = [], []
-        qorder = np.argsort(code, kind="stable")
-        ucode, first = np.unique(code[qorder], return_index=True)
-        last = np.append(first[1:], qorder.shape[0])
-        offsets = self._offsets[table]
-        for c, a, b in zip(ucode.tolist(), first.tolist(), last.tolist()):
-            lo, hi = offsets[c], offsets[c + 1]
-            if hi == lo:
-                continue
-            rec = self._order[table][lo:hi]
-            qs = qorder[a:b]
-            # index_select gathers rows about 4x faster than advanced indexing
-            tq_sub = torch.index_select(block, 0, torch.from_numpy(qs))
-            sq = torch.index_select(self._sq, 0, rec) if self._sq is not None else None
-            r, cidx, v = block_pairs(tq_sub, torch.index_select(self._tX, 0, rec), tau, kernel=self.kernel,
-                                     nu=self.nu, sq_x=sq)
-            if r.shape[0] == 0:
-                continue
-            keys.append((qs[r.numpy()].astype(np.int64) + s) * width + rec[cidx].numpy())
-            vals.append(v.numpy().astype(np.float64))
-        return keys, vals
+    def _bucket_runs(self, qcodes):
+        """Where each record's bucket-mates are among the block's queries.
+
+        Returns ``start, count`` (n, tables) and ``order``: the queries sharing record ``r``'s bucket in table
+        ``l`` are ``order[start[r, l]:start[r, l] + count[r, l]]`` (``order`` lists each table's queries by code,
+        table after table).
+        """
+        nb = qcodes.shape[0]
+        qorder = np.argsort(qcodes, axis=0, kind="stable")
+        order = np.ascontiguousarray(qorder.T).ravel()
+        base = np.arange(self.tables, dtype=np.int64) * nb
+        if self.bits <= self.LOOKUP_BITS:
+            size = 1 << self.bits
+            slots = (qcodes + (np.arange(self.tables, dtype=np.int64) << self.bits)).ravel()
+            per_slot = np.bincount(slots, minlength=self.tables * size)
+            first = np.cumsum(per_slot) - per_slot  # table l's slots start at l * nb in ``order``
+            return first[self._slots], per_slot[self._slots], order
+        qsorted = np.take_along_axis(qcodes, qorder, axis=0)
+        start = np.empty_like(self._codes)
+        count = np.empty_like(self._codes)
+        for table in range(self.tables):
+            lo = np.searchsorted(qsorted[:, table], self._codes[:, table], side="left")
+            count[:, table] = np.searchsorted(qsorted[:, table], self._codes[:, table], side="right") - lo
+            start[:, table] = lo + base[table]
+        return start, count, order
+
+    def _chunk_pairs(self, block, a, b, start, count, flat_order, tau):
+        """Pairs at or above ``tau`` between records ``a:b`` and the block's queries sharing one of their buckets.
+
+        Returns (record, query-in-block, kappa) numpy arrays, possibly with repeated pairs (one per shared table).
+        """
+        c = count.ravel()
+        total = int(c.sum())
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        if total == 0:
+            return empty
+        # expand the (start, count) runs into the pattern's column indices, record by record
+        run_start = np.cumsum(c) - c
+        cols = flat_order[np.repeat(start.ravel() - run_start, c) + np.arange(total)]
+        row_len = count.sum(axis=1)
+        nb = int(block.shape[0])
+        if total > (b - a) * nb:  # denser than the dense block (many shared tables): keep each pair once
+            key = np.unique(np.repeat(np.arange(b - a), row_len) * nb + cols)
+            cols, row_len, total = key % nb, np.bincount(key // nb, minlength=b - a), int(key.shape[0])
+        crow = np.zeros(b - a + 1, dtype=np.int64)
+        np.cumsum(row_len, out=crow[1:])
+        pattern = torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(cols), torch.zeros(total),
+                                          size=(b - a, nb), check_invariants=False)
+        s = torch.sparse.sampled_addmm(pattern, self._tX[a:b], block.T, beta=0.0).values()
+        if self.kernel == "cosine":
+            keep = torch.nonzero(s >= tau)[:, 0]
+            v = s[keep].clamp_(max=1.0)
+        else:  # the arithmetic of block_pairs, element by element
+            rows = np.repeat(np.arange(b - a), np.diff(crow))
+            d2 = s.mul_(-2.0).add_(_sq_norms(block)[torch.from_numpy(cols)]).add_(self._sq[a:b][torch.from_numpy(rows)])
+            kap = d2.clamp_(min=0.0).mul_(-1.0 / (float(self.nu) ** 2)).exp_().clamp_(0.0, 1.0)
+            keep = torch.nonzero(kap >= tau)[:, 0]
+            v = kap[keep]
+        if keep.shape[0] == 0:
+            return empty
+        pos = keep.numpy()
+        rec = np.searchsorted(crow, pos, side="right") - 1 + a
+        return rec.astype(np.int64), cols[pos].astype(np.int64), v.numpy().astype(np.float64)
