@@ -14,6 +14,13 @@ at order ``kappa + 1`` (Balle et al. 2020, Thm 21; Canonne, Kamath & Steinke 202
 epsilon at which the certified upper delta is at most delta, the lower end one at which the certified lower
 delta still exceeds it.
 
+Add-or-remove-one (thesis Thm 3.3.5): ``delta(eps) = max(delta_R(eps), delta_A(eps))`` and, as each
+``delta_d`` is continuous and non-increasing, ``epsilon(delta) = max(epsilon_R(delta), epsilon_A(delta))``.
+:func:`max_delta_bounds` and :func:`max_epsilon_bounds` combine the directions so that a direction which cannot
+decide the maximum needs no accuracy (proofs in their docstrings): a typical DP-SGD ledger has an add-direction
+delta of ~1e-37 (float64 rounding dominates it, so it cannot meet any rtol relative to its own size) next to a
+remove-direction delta of ~1e-6.
+
 Laplace ledgers split by :func:`accountants._fourier_atoms.laplace_split` add the atoms' exact delta to the
 inverted rest; both directions agree (symmetric pairs). Near the pure epsilon the pure epsilon itself is
 returned once the lower delta just below it is certified.
@@ -35,14 +42,20 @@ from mechanisms.errors import DPLedgerError
 __all__ = [
     "AccuracyError",
     "COMPLEMENT_SWITCH",
+    "chernoff_epsilon",
     "direction_delta_bounds",
     "direction_epsilon_bounds",
+    "max_delta_bounds",
+    "max_epsilon_bounds",
     "split_delta_bounds",
     "split_epsilon_bounds",
 ]
 
 #: Below this Chernoff-optimal damping, delta(epsilon) is first priced through 1 - delta (negative damping).
 COMPLEMENT_SWITCH = 0.05
+#: Relative slack added to a Chernoff bound computed in float64 before it is reported as an upper bound (its
+#: terms are logs of magnitude <= ~1e3, each rounded to ~1e-16 relative).
+_CHERNOFF_SLACK = 1e-9
 
 
 class AccuracyError(DPLedgerError):
@@ -76,12 +89,25 @@ def hint(errors):
     return "The aliasing error dominates; raise rtol."
 
 
-def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_damping):
-    """``(Bounds, plan)`` of delta(epsilon) for one direction, whose log MGF is ``lm`` and its decay bound
-    ``sup``; 1 - delta is priced instead where the Chernoff-optimal damping is below ``COMPLEMENT_SWITCH``."""
-    log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
+def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_damping, floor=0.0,
+                           chernoff=None):
+    """``(Bounds, failure)`` of delta(epsilon) for one direction, whose log MGF is ``lm`` and its decay bound
+    ``sup``; 1 - delta is priced instead where the Chernoff-optimal damping is below ``COMPLEMENT_SWITCH``.
+
+    The bounds are certified whatever ``failure`` says. ``failure`` is ``None`` when they are within ``rtol`` of
+    the estimate, or when ``upper <= floor``: ``floor`` is a certified lower bound on the other direction's delta,
+    so this direction cannot decide the maximum (see :func:`max_delta_bounds`) and the search stops there, first
+    trying the Chernoff bound ``M(kappa) e^(-kappa eps) kappa^kappa / (1 + kappa)^(1 + kappa)`` alone. Otherwise
+    ``failure`` is the :class:`AccuracyError` message saying what was tried. ``chernoff`` is
+    ``chernoff_log_delta`` of ``lm`` at ``epsilon`` (computed when not given)."""
+    if chernoff is None:
+        chernoff = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
+    log_chernoff, kappa = chernoff
     if log_chernoff < -700.0:
         return Bounds(0.0, 0.0, float(np.exp(log_chernoff))), None
+    chernoff_upper = min(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 1.0)
+    if chernoff_upper <= floor:
+        return Bounds(0.0, 0.0, chernoff_upper), None
     if kappa < COMPLEMENT_SWITCH:
         # Far below the mean of L the best damping is ~0 and delta is large: price 1 - delta on a contour
         # left of the pole at 0 instead (absolute errors, small against a large delta).
@@ -90,8 +116,8 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
         for _ in range(3):
             plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=negative)
             bounds, errors = invert(plan, epsilon)
-            if bounds.upper - bounds.lower <= rtol * bounds.estimate:
-                return bounds, plan
+            if bounds.upper - bounds.lower <= rtol * bounds.estimate or bounds.upper <= floor:
+                return bounds, None
             if bounds.estimate <= 0.0 or tolerance <= rtol * bounds.estimate / 16:
                 break
             tolerance = rtol * bounds.estimate / 16
@@ -99,35 +125,98 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
     for _ in range(4):
         plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
         bounds, errors = invert(plan, epsilon)
-        if bounds.upper - bounds.lower <= rtol * max(bounds.estimate, 1e-300) or bounds.upper == 0.0:
-            return bounds, plan
+        if (bounds.upper - bounds.lower <= rtol * max(bounds.estimate, 1e-300) or bounds.upper == 0.0
+                or bounds.upper <= floor):
+            return bounds, None
         if bounds.estimate <= 0.0 or tolerance <= rtol * bounds.estimate / 16:
             break
         tolerance = rtol * bounds.estimate / 16
-    raise AccuracyError(
+    return bounds, (
         f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): "
         f"bounds {tuple(bounds)} with damping {plan.kappa:.4g}, period {plan.period:.4g}, "
         f"{errors['nodes']} nodes (max_terms={max_terms}); errors {errors}. {hint(errors)}"
     )
 
 
-def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, max_damping):
-    """(lower, estimate, upper) of epsilon at ``delta = exp(log_delta)`` for one direction (log MGF ``lm``,
-    decay bound ``sup``): root finding on the inverted delta, bracketed by the Chernoff epsilon of ``lm``."""
-    delta = float(np.exp(log_delta))
-    # Chernoff (improved RDP) epsilon of the same characteristic functions: a valid upper bracket.
+def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping):
+    """(lower, estimate, upper) of ``delta(eps) = max_d delta_d(eps)`` over ``directions``, a sequence of
+    ``(direction, log MGF, decay bound)`` (thesis Thm 3.3.5: add-or-remove-one is the larger of the remove and
+    add deltas); :class:`AccuracyError` only if the reported interval is wider than ``rtol`` of its estimate.
+
+    Bracketing: if ``l_d <= delta_d <= u_d`` for every direction, then ``max_d l_d <= max_d delta_d <=
+    max_d u_d``, since the maximum is non-decreasing in each argument. These are the reported lower and upper
+    bounds, so they are proven whatever the accuracy of each direction.
+
+    Accuracy: the reported width is ``max_d u_d - max_d l_d <= u_k - l_k`` for a direction ``k`` attaining
+    ``max_d u_d`` (as ``l_k <= max_d l_d``). So a direction that cannot attain the maximum upper bound needs no
+    accuracy. In particular if ``u_A <= l_R`` then ``l_A <= u_A <= l_R <= u_R``, so ``max l = l_R`` and
+    ``max u = u_R``: the interval is exactly the remove direction's, and the add direction's interval may be as
+    wide as ``[0, u_A]``. The directions are therefore searched in decreasing order of their Chernoff bounds
+    (cheap, and usually the order of the deltas), each later search stopping as soon as its certified upper
+    bound is at most the largest certified lower bound found so far (``floor`` of
+    :func:`direction_delta_bounds`), and the check is on the reported interval: when every direction meets
+    ``rtol`` or stops at the floor it passes (``u_k - l_k <= rtol e_k <= rtol max_d e_d`` for a direction ``k``
+    that met ``rtol``; a stopped one attains ``max u`` only together with the earlier one that set its floor),
+    so it fails only when a direction that can decide the maximum could not be certified.
+    """
+    chernoff = [
+        chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), epsilon, max_damping)
+        for _, lm, _ in directions
+    ]
+    order = sorted(range(len(directions)), key=lambda i: -chernoff[i][0])
+    floor, parts, failures = 0.0, [], []
+    for i in order:
+        direction, lm, sup = directions[i]
+        bounds, failure = direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
+                                                 max_damping=max_damping, floor=floor, chernoff=chernoff[i])
+        parts.append(bounds)
+        if failure is not None:
+            failures.append(failure)
+        floor = max(floor, bounds.lower)
+    result = Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
+    if result.upper - result.lower > rtol * max(result.estimate, 1e-300) and result.upper > 0.0:
+        raise AccuracyError(" ".join(failures) or (
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol}: bounds {tuple(result)}."))
+    return result
+
+
+def chernoff_epsilon(lm, log_delta, cap):
+    """``(epsilon, kappa)``: the Chernoff epsilon ``min_kappa (log M(kappa) + log(kappa^kappa / (1 + kappa)^(1 +
+    kappa)) - log delta) / kappa`` of log MGF ``lm`` over ``0 < kappa <= cap`` (the improved RDP conversion at
+    order ``kappa + 1``, Balle et al. 2020, Thm 21) and the damping attaining it. At this epsilon the Chernoff
+    bound on delta is at most ``delta``, so it is an upper bound on epsilon (up to float64 rounding)."""
+
     def objective(orders):
         kappa = np.asarray(orders) - 1.0
         log_m = np.real(lm(kappa.astype(np.complex128)))
         return (log_m + log_chernoff_constant(kappa) - log_delta) / kappa
 
-    cap = max_damping
     grid = 1.0 + np.geomspace(1e-3, min(1e3, cap), 41)
     opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
     hi, kappa = max(opt.value, 0.0), opt.order - 1.0
     if kappa > cap:  # the Chernoff epsilon at the capped damping is a valid (larger) bracket
         kappa = cap
         hi = max(hi, float(objective(np.array([1.0 + kappa]))[0]))
+    return hi, kappa
+
+
+def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, max_damping, floor=0.0,
+                             bracket=None):
+    """``(Bounds, failure)`` of epsilon at ``delta = exp(log_delta)`` for one direction (log MGF ``lm``, decay
+    bound ``sup``): root finding on the inverted delta, bracketed by the Chernoff epsilon of ``lm``
+    (``bracket``, :func:`chernoff_epsilon`, computed when not given).
+
+    The bounds are certified whatever ``failure`` says. ``failure`` is ``None`` when the certified delta at the
+    upper epsilon is within ``rtol``, or when the upper epsilon is at most ``floor`` (a certified lower bound on
+    the other direction's epsilon: this direction cannot decide the maximum, see :func:`max_epsilon_bounds`;
+    the Chernoff epsilon is tried first). Otherwise it is the :class:`AccuracyError` message, and the bounds are
+    ``(0, upper, upper)`` with the best certified upper epsilon found."""
+    delta = float(np.exp(log_delta))
+    cap = max_damping
+    hi, kappa = chernoff_epsilon(lm, log_delta, cap) if bracket is None else bracket
+    chernoff_upper = hi * (1.0 + _CHERNOFF_SLACK) + 1e-12
+    if chernoff_upper <= floor:
+        return Bounds(0.0, 0.0, chernoff_upper), None
     tolerance = rtol * delta / 16.0
     for _ in range(4):
         # Errors shrink as epsilon grows, so a plan made at a lower epsilon holds above it: plan at 0.8 x the
@@ -148,7 +237,7 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
                     break
                 top = top * 1.001 + 1e-9
             else:
-                raise AccuracyError(
+                return Bounds(0.0, chernoff_upper, chernoff_upper), (
                     f"FourierAccountant: the certified delta stays above {delta} up to epsilon {top:.6g} "
                     f"({direction.value}); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
                     f"(max_terms={max_terms}), rtol={rtol}."
@@ -157,6 +246,8 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
             step = max(abs(upper) * 1e-12, 1e-300)
             while log_excess(upper, "upper") > 0:  # brentq's root may sit just below: step up to `top`
                 upper, step = min(upper + step, top), 2.0 * step
+        if upper <= floor:
+            return Bounds(0.0, 0.0, upper), None
         at_upper, errors = invert(plan, upper)
         if at_upper.upper - at_upper.lower <= rtol * max(at_upper.estimate, 1e-300) or upper == 0.0:
             break
@@ -166,7 +257,7 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
             tolerance = tolerance / 16.0
         hi, kappa = upper, None
     else:
-        raise AccuracyError(
+        return Bounds(0.0, upper, upper), (
             f"FourierAccountant could not certify epsilon at delta={delta} to rtol={rtol} "
             f"({direction.value}): at epsilon {upper:.10g} delta is in [{at_upper.lower:.6g}, "
             f"{at_upper.upper:.6g}] with damping {plan.kappa:.4g}, period {plan.period:.4g}, "
@@ -186,7 +277,44 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
                 log_excess(hi_eps, "lower") < 0) else hi_eps
             break
         gap *= 10.0
-    return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper)
+    return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper), None
+
+
+def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
+    """(lower, estimate, upper) of ``epsilon(delta) = max_d epsilon_d(delta)`` over ``directions``, a sequence
+    of ``(direction, log MGF, decay bound)``; :class:`AccuracyError` only if a direction that could decide the
+    maximum could not be certified.
+
+    Why the maximum: each ``delta_d`` is continuous and non-increasing in epsilon, so ``{eps : max_d
+    delta_d(eps) <= delta} = intersection_d [epsilon_d, inf) = [max_d epsilon_d, inf)`` (thesis Thm 3.3.5 for
+    the maximum of the deltas). Bracketing: ``L_d <= epsilon_d <= U_d`` for every direction gives ``max_d L_d
+    <= epsilon <= max_d U_d``; these are reported, so they are proven whatever each direction's accuracy.
+
+    Accuracy: if a direction ``s`` met ``rtol`` (its certified delta at ``U_s`` is within ``rtol``) and
+    attains ``max_d U_d``, the reported interval is ``[max_d L_d, U_s]``, inside ``s``'s own interval
+    ``[L_s, U_s]``, so it is as accurate; a direction ``f`` that failed is then irrelevant as long as ``U_f <=
+    U_s`` (its lower bound, 0, cannot raise ``max L`` either). Hence :class:`AccuracyError` is raised exactly
+    when a failed direction's upper bound exceeds the upper bounds of all directions that did not fail. The
+    directions are searched in decreasing order of their Chernoff epsilons, a later search stopping once its
+    upper bound is at most the largest lower bound found so far (``floor``): such a direction ``d`` has
+    ``U_d <= L_j <= U_j`` for an earlier ``j``, so it attains ``max U`` only if ``j`` does, with ``L_j = U_j``
+    when ``j`` failed (a reported interval of zero width).
+    """
+    brackets = [chernoff_epsilon(lm, log_delta, max_damping) for _, lm, _ in directions]
+    order = sorted(range(len(directions)), key=lambda i: -brackets[i][0])
+    floor, parts, failed = 0.0, [], []
+    for i in order:
+        direction, lm, sup = directions[i]
+        bounds, failure = direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol, max_terms=max_terms,
+                                                   max_damping=max_damping, floor=floor, bracket=brackets[i])
+        parts.append((bounds, failure))
+        floor = max(floor, bounds.lower)
+    result = Bounds(*(max(getattr(b, f) for b, _ in parts) for f in ("lower", "estimate", "upper")))
+    decided = max((b.upper for b, failure in parts if failure is None), default=-np.inf)
+    failures = [failure for b, failure in parts if failure is not None and b.upper > decided]
+    if failures:
+        raise AccuracyError(" ".join(failures))
+    return result
 
 
 def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping):

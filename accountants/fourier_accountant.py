@@ -3,7 +3,9 @@
 The analytical Fourier accountant of thesis Sec 3.4 (Algorithm 1): each mechanism contributes the log moment
 generating function of its dominating pair's privacy loss (thesis Def 3.3.7; ``Mechanism.log_mgf``), composition
 adds them (thesis Prop 3.3.8, Thm 3.3.4), so ``count`` costs O(1). ``delta(epsilon)`` is priced per direction
-(remove and add, thesis Thm 3.3.5) by :mod:`accountants.fourier_inversion` and the larger one is reported.
+(remove and add, thesis Thm 3.3.5) by :mod:`accountants.fourier_inversion` and the larger one is reported; a
+direction whose certified upper bound is below the other's certified lower bound cannot decide the maximum and
+needs no accuracy (:func:`accountants._fourier_search.max_delta_bounds`, which proves it).
 
 Paths, by ledger:
 
@@ -33,8 +35,8 @@ from accountants._fourier_atoms import laplace_split, two_point_lattice, two_poi
 from accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITCH) are re-exported from here
     COMPLEMENT_SWITCH,  # noqa: F401
     AccuracyError,
-    direction_delta_bounds,
-    direction_epsilon_bounds,
+    max_delta_bounds,
+    max_epsilon_bounds,
     split_delta_bounds,
     split_epsilon_bounds,
 )
@@ -165,6 +167,11 @@ class FourierAccountant:
         """``s -> log M(s)`` of the composed loss for one direction."""
         return functools.partial(self._log_mgf, direction=direction)
 
+    def _directions(self):
+        """``(direction, log MGF, decay bound)`` of the composed loss for both directions (the searches of
+        :mod:`accountants._fourier_search` take the maximum over them)."""
+        return [(d, self._direction_log_mgf(d), self._log_mgf_sup(d)) for d in Direction]
+
     def _log_mgf_sup(self, direction):
         mu2, e_values, counts, others = self._compile()
 
@@ -225,11 +232,7 @@ class FourierAccountant:
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
             return split_delta_bounds(lm, epsilon, split, **self._settings())
-        parts = [
-            direction_delta_bounds(self._direction_log_mgf(d), self._log_mgf_sup(d), epsilon, d, **self._settings())[0]
-            for d in Direction
-        ]
-        return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
+        return max_delta_bounds(self._directions(), epsilon, **self._settings())
 
     def get_delta(self, epsilon):
         """Certified upper bound on delta(epsilon) (add-or-remove-one)."""
@@ -273,13 +276,9 @@ class FourierAccountant:
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
             return split_epsilon_bounds(lm, delta, split, self.pure_epsilon(), **self._settings())
-        log_delta = np.log(delta)
-        out = []
-        for direction in Direction:
-            out.append(direction_epsilon_bounds(self._direction_log_mgf(direction), self._log_mgf_sup(direction),
-                                                log_delta, direction, **self._settings()))
+        b = max_epsilon_bounds(self._directions(), np.log(delta), **self._settings())
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
-        return Bounds(*(min(max(getattr(b, f) for b in out), pure) for f in ("lower", "estimate", "upper")))
+        return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 
     def get_epsilon(self, delta):
         """Certified upper bound on the smallest epsilon with an (epsilon, delta)-DP guarantee."""

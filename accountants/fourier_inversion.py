@@ -320,7 +320,7 @@ class TwoPointLedger:
                 return 0.0
             if excess(pure) > 0:  # only rounding can make this happen: the pure epsilon always holds
                 return pure
-            from scipy import optimize  # imported on first use: about 0.4 s (see fourier_accountant._brentq)
+            from scipy import optimize  # imported on first use: about 0.4 s (see accountants._fourier_search._brentq)
 
             root = optimize.brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
             step = max(root * 1e-15, 1e-300)
