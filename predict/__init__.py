@@ -4,7 +4,9 @@
   screening, Gaussian noisy argmax), accounted by an RDP accountant inside.
 * :class:`IndKNNClassifier` (``predict/ind_knn.py``): kernelized nearest neighbours with an individual Renyi
   filter (the per-query budget loop is ``IndKNNClassifier._answer``), prediction reuse and LSH search.
-* ``predict/neighbours.py``: exact blocked kernel search and LSH; ``predict/datasets.py``: offline data sets.
+* ``predict/neighbours.py``: exact blocked kernel search and LSH, with canonical kernel values;
+  ``predict/datasets.py``: offline image data sets; ``predict/text_data.py``: Rotten Tomatoes reviews as
+  all-MiniLM-L6-v2 embeddings (optional data).
 
 Torch is used here (and only here) for blocked distance and kernel computations. Both classifiers take an
 explicit ``random_state``; numpy's generator is not cryptographically secure.

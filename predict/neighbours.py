@@ -19,14 +19,22 @@ Kernels (Ind-KNN Sec 3, "we consider two kernel methods"):
 * ``"rbf"``: ``kappa(x, q) = exp(-|x - q|^2 / nu^2)``, with ``|x - q|^2 = |x|^2 + |q|^2 - 2 x . q`` from the
   matrix product, clamped at 0.
 
-Kernel values are computed in float32; values slightly above 1 (rounding) are clipped to 1 and values below 0
-(cosine) to 0 (DESIGN.md privacy rule 4). ``tau`` must lie in (0, 1], so a selected pair always has
-``0 < tau <= kappa <= 1``. A pair is returned iff its float32 kernel value, computed as described, is at least
-``tau``. Within a query, pairs are sorted by record index, and queries keep their order.
+Kernel values are canonical: every returned value is computed from its query row and its record row alone.
+The dot product ``x . q`` is one float32 dot product of the two rows (``torch.sparse.sampled_addmm``, a fixed
+summation over the features whatever the other rows), the squared norms likewise, and the rest in float64 numpy
+element by element (IEEE operations and ``exp``, which do not depend on an element's position). Values above 1
+(rounding) are clipped to 1 and cosine values below 0 to 0 (DESIGN.md privacy rule 4). ``tau`` must lie in
+(0, 1], so a selected pair always has ``0 < tau <= kappa <= 1``; a pair is returned iff its canonical value is at
+least ``tau`` (compared in float64). Within a query, pairs are sorted by record index, and queries keep their order.
 
-Each kernel value is a function of its query and its record only: whether a record is selected never depends on
-the other records (Ind-KNN Thm 3.1 proof, "the decision rule for being selected is not influenced by any other
-private data point").
+A blocked matrix product is faster but its rounding may depend on a row's position and on the block's shape
+(BLAS kernels differ for edge tiles and small blocks). So exact search uses it only to keep the candidates whose
+product lies within a proven rounding margin of the threshold (Higham's ``gamma_d = d u / (1 - d u)``,
+``u = 2^-24``, bounds the error of any float32 summation order, so two computations of ``x . q`` differ by at
+most ``2 gamma_d |x| |q|``) and then decides each candidate by its canonical value. Hence each kernel value, and
+whether a record is selected, is a function of its query and its record only, bit for bit (Ind-KNN Thm 3.1
+proof, "the decision rule for being selected is not influenced by any other private data point"); exact and LSH
+search give identical values for the pairs they share.
 
 Examples
 --------
@@ -47,7 +55,10 @@ import warnings
 import numpy as np
 import torch
 
-__all__ = ["KERNELS", "Pairs", "ExactSearch", "LSHSearch", "block_pairs", "kernel_matrix", "prepare_points"]
+__all__ = [
+    "KERNELS", "Pairs", "ExactSearch", "LSHSearch", "block_pairs", "canonical_sq_norms", "kernel_matrix",
+    "pair_dots", "pair_kernel", "prepare_points",
+]
 
 #: Kernels the searches know.
 KERNELS = ("cosine", "rbf")
@@ -128,8 +139,64 @@ def prepare_points(X, kernel, *, name="X", owner="ExactSearch"):
     return out
 
 
+_U32 = 2.0 ** -24  # unit roundoff of float32
+
+
+def _gamma(d):
+    """Higham's ``gamma_d = d u / (1 - d u)``: relative error bound of any float32 summation of ``d`` products."""
+    return d * _U32 / (1.0 - d * _U32)
+
+
 def _sq_norms(t):
+    """Squared norms of the rows of ``t`` by a plain (BLAS-free) reduction; for the dense kernel matrix only."""
     return (t * t).sum(dim=1)
+
+
+def pair_dots(A, B, rows, cols):
+    """Float32 dot products ``A[rows[k]] . B[cols[k]]``, each from its two rows alone (canonical).
+
+    ``rows`` must be non-decreasing. One ``torch.sparse.sampled_addmm`` call: the sum over the features runs in
+    the same order for every pair, whatever the shapes, the positions of the rows and the other pairs, and
+    ``x . q`` equals ``q . x`` bit for bit.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.shape[0] == 0:
+        return torch.zeros(0, dtype=torch.float32)
+    crow = np.zeros(A.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=A.shape[0]), out=crow[1:])
+    with warnings.catch_warnings():  # torch calls its sparse CSR layout "beta"; these products are tested here
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+        pattern = torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(np.asarray(cols, dtype=np.int64)),
+                                          torch.zeros(rows.shape[0]), size=(A.shape[0], B.shape[0]),
+                                          check_invariants=False)
+        return torch.sparse.sampled_addmm(pattern, A, B.T, beta=0.0).values()
+
+
+def canonical_sq_norms(t):
+    """Squared norms of the rows of ``t`` as canonical dot products of each row with itself (float32)."""
+    idx = np.arange(t.shape[0], dtype=np.int64)
+    return pair_dots(t, t, idx, idx)
+
+
+def pair_kernel(dots, kernel, nu=None, sq_a=None, sq_b=None):
+    """Float64 kernel values from canonical float32 ``dots`` (and squared norms of both rows for rbf)."""
+    d = np.asarray(dots, dtype=np.float64)
+    if kernel == "cosine":
+        return np.clip(d, 0.0, 1.0)
+    d2 = np.maximum(np.asarray(sq_a, dtype=np.float64) + np.asarray(sq_b, dtype=np.float64) - 2.0 * d, 0.0)
+    return np.clip(np.exp(-d2 / float(nu) ** 2), 0.0, 1.0)
+
+
+def _rbf_bounds(d, tau, nu):
+    """(margin factor ``c``, threshold) of the float32 prefilter ``-2 s + (1 - c)(|q|^2 + |x|^2) <= threshold``.
+
+    A float32 product ``s`` differs from the canonical dot by at most ``2 gamma_d |q| |x|``, and the float32
+    additions add ``3 u (|q| + |x|)^2``; with ``(|q| + |x|)^2 <= 2 (|q|^2 + |x|^2)`` every pair whose canonical
+    value ``exp(-d2 / nu^2)`` reaches ``tau`` passes the prefilter (rounding of the scaling covered by ``4 u``).
+    """
+    c = 2.0 * (2.0 * _gamma(d) + 3.0 * _U32) * 1.01 + 4.0 * _U32
+    threshold = -float(nu) ** 2 * math.log(tau) * (1.0 + 1e-9) + 1e-30
+    return c, threshold
 
 
 def kernel_matrix(Q, X, *, kernel, nu=None, sq_x=None):
@@ -147,28 +214,31 @@ def kernel_matrix(Q, X, *, kernel, nu=None, sq_x=None):
     return d2.mul_(-1.0 / (float(nu) ** 2)).exp_().clamp_(0.0, 1.0)
 
 
-def block_pairs(Q, X, tau, *, kernel, nu=None, sq_x=None):
-    """Pairs of one block at or above ``tau``: (rows, cols) int64 torch tensors and float32 kappa values.
+def block_pairs(Q, X, tau, *, kernel, nu=None, sq_q=None, sq_x=None):
+    """Pairs of one block with canonical ``kappa >= tau``: (rows, cols) int64 and kappa float64 numpy arrays.
 
-    Same values as thresholding :func:`kernel_matrix`, with fewer passes over the block: for cosine the clip to
-    1 is applied to the survivors only; for rbf a slightly loose test on the squared distance keeps the
-    candidates, whose float32 kernel values then face the exact test ``kappa >= tau``.
+    One float32 matrix product keeps the candidates within the rounding margin of the threshold (module
+    docstring); each candidate is then decided by its canonical value (:func:`pair_dots`, :func:`pair_kernel`).
+    ``sq_q``, ``sq_x``: canonical squared norms (:func:`canonical_sq_norms`), computed when not given (rbf).
+    Rows are sorted, and columns within a row.
     """
+    d = int(Q.shape[1])
     s = torch.matmul(Q, X.T)
     if kernel == "cosine":
-        nz = torch.nonzero(s >= tau)
-        rows, cols = nz[:, 0], nz[:, 1]
-        return rows, cols, s[rows, cols].clamp_(max=1.0)
-    if sq_x is None:
-        sq_x = _sq_norms(X)
-    nu2 = float(nu) ** 2
-    d2 = s.mul_(-2.0).add_(_sq_norms(Q)[:, None]).add_(sq_x[None, :])
-    loose = -nu2 * math.log(tau) * (1.0 + 1e-3) + 1e-3 * (float(sq_x.max()) if sq_x.numel() else 0.0) + 1e-6
-    nz = torch.nonzero(d2 <= loose)
-    rows, cols = nz[:, 0], nz[:, 1]
-    vals = d2[rows, cols].clamp_(min=0.0).mul_(-1.0 / nu2).exp_().clamp_(0.0, 1.0)
-    keep = vals >= tau
-    return rows[keep], cols[keep], vals[keep]
+        cand = torch.nonzero(s >= tau - 2.0 * _gamma(d) * 1.01 - 2.0 * _U32)
+        sq_a = sq_b = None
+    else:
+        sq_q = canonical_sq_norms(Q) if sq_q is None else sq_q
+        sq_x = canonical_sq_norms(X) if sq_x is None else sq_x
+        c, threshold = _rbf_bounds(d, tau, nu)
+        s.mul_(-2.0).add_((1.0 - c) * sq_q[:, None]).add_((1.0 - c) * sq_x[None, :])
+        cand = torch.nonzero(s <= threshold)
+    rows, cols = cand[:, 0].numpy(), cand[:, 1].numpy()
+    if kernel == "rbf":
+        sq_a, sq_b = sq_q.numpy()[rows], sq_x.numpy()[cols]
+    kappa = pair_kernel(pair_dots(Q, X, rows, cols).numpy(), kernel, nu, sq_a, sq_b)
+    keep = kappa >= tau
+    return rows[keep], cols[keep], kappa[keep]
 
 
 def _to_csr(n_queries, rows, cols, vals):
@@ -202,7 +272,7 @@ class ExactSearch:
 
     def _set_tensors(self):
         self._tX = torch.from_numpy(self._X)
-        self._sq = _sq_norms(self._tX) if self.kernel == "rbf" else None
+        self._sq = canonical_sq_norms(self._tX) if self.kernel == "rbf" else None
 
     @property
     def n(self):
@@ -243,12 +313,13 @@ class ExactSearch:
     def _pairs_prepared(self, tq, tau):
         nq = int(tq.shape[0])
         rows, cols, vals = [], [], []
+        sq_q = canonical_sq_norms(tq) if self.kernel == "rbf" else None
         for s in range(0, nq, self.block_size):
             r, c, v = block_pairs(tq[s:s + self.block_size], self._tX, tau, kernel=self.kernel, nu=self.nu,
-                                  sq_x=self._sq)
-            rows.append(r.numpy() + s)
-            cols.append(c.numpy())
-            vals.append(v.numpy().astype(np.float64))
+                                  sq_q=None if sq_q is None else sq_q[s:s + self.block_size], sq_x=self._sq)
+            rows.append(r + s)
+            cols.append(c)
+            vals.append(v)
         if not rows:
             return _to_csr(nq, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
         return _to_csr(nq, np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
@@ -354,12 +425,13 @@ class LSHSearch(ExactSearch):
             for s in range(0, nq if self.n else 0, self.block_size):
                 block = tq[s:s + self.block_size]
                 qcodes = self.codes(block)
+                sq_q = canonical_sq_norms(block) if self.kernel == "rbf" else None
                 start, count, flat_order = self._bucket_runs(qcodes)
                 cum = np.cumsum(count.sum(axis=1))
                 bounds = np.unique(np.searchsorted(cum, np.arange(1, cum[-1] // self.CHUNK_PAIRS + 1)
                                                    * self.CHUNK_PAIRS, side="right"))
                 edges = [0] + [int(b) for b in bounds if 0 < b < self.n] + [self.n]
-                jobs = [pool.submit(self._chunk_pairs, block, a, b, start[a:b], count[a:b], flat_order, tau)
+                jobs = [pool.submit(self._chunk_pairs, block, sq_q, a, b, start[a:b], count[a:b], flat_order, tau)
                         for a, b in zip(edges[:-1], edges[1:]) if b > a]
                 for job in jobs:
                     r, q, v = job.result()
@@ -398,7 +470,7 @@ class LSHSearch(ExactSearch):
             start[:, table] = lo + base[table]
         return start, count, order
 
-    def _chunk_pairs(self, block, a, b, start, count, flat_order, tau):
+    def _chunk_pairs(self, block, sq_q, a, b, start, count, flat_order, tau):
         """Pairs at or above ``tau`` between records ``a:b`` and the block's queries sharing one of their buckets.
 
         Returns (record, query-in-block, kappa) numpy arrays, possibly with repeated pairs (one per shared table).
@@ -422,16 +494,16 @@ class LSHSearch(ExactSearch):
                                           size=(b - a, nb), check_invariants=False)
         s = torch.sparse.sampled_addmm(pattern, self._tX[a:b], block.T, beta=0.0).values()
         if self.kernel == "cosine":
-            keep = torch.nonzero(s >= tau)[:, 0]
-            v = s[keep].clamp_(max=1.0)
-        else:  # the arithmetic of block_pairs, element by element
-            rows = np.repeat(np.arange(b - a), np.diff(crow))
-            d2 = s.mul_(-2.0).add_(_sq_norms(block)[torch.from_numpy(cols)]).add_(self._sq[a:b][torch.from_numpy(rows)])
-            kap = d2.clamp_(min=0.0).mul_(-1.0 / (float(self.nu) ** 2)).exp_().clamp_(0.0, 1.0)
-            keep = torch.nonzero(kap >= tau)[:, 0]
-            v = kap[keep]
-        if keep.shape[0] == 0:
-            return empty
-        pos = keep.numpy()
+            pos = torch.nonzero(s >= tau - 2.0 * _U32)[:, 0].numpy()
+            sq_a = sq_b = None
+        else:
+            rows = torch.from_numpy(np.repeat(np.arange(a, b), np.diff(crow)))
+            c, threshold = _rbf_bounds(int(block.shape[1]), tau, self.nu)
+            loose = s.mul(-2.0).add_((1.0 - c) * sq_q[torch.from_numpy(cols)]).add_((1.0 - c) * self._sq[rows])
+            pos = torch.nonzero(loose <= threshold)[:, 0].numpy()
+            sq_a, sq_b = self._sq.numpy()[rows.numpy()[pos]], sq_q.numpy()[cols[pos]]
+        kappa = pair_kernel(s.numpy()[pos], self.kernel, self.nu, sq_a, sq_b)
+        keep = kappa >= tau
+        pos = pos[keep]
         rec = np.searchsorted(crow, pos, side="right") - 1 + a
-        return rec.astype(np.int64), cols[pos].astype(np.int64), v.numpy().astype(np.float64)
+        return rec.astype(np.int64), cols[pos].astype(np.int64), kappa[keep]

@@ -158,6 +158,80 @@ def test_lsh_is_exact_search_on_the_union_of_buckets(seed, tables, bits, kernel,
         np.testing.assert_allclose(kap, ref[t][1][keep], atol=1e-5)
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([17, 30]), st.sampled_from(["cosine", "rbf"]))
+def test_long_codes_are_searched_not_looked_up_with_the_same_result(seed, bits, kernel):
+    """Codes longer than LOOKUP_BITS (and than float32's 24 exact bits) take the searched path: same rule."""
+    X, Q = draw(seed, 120, 6, 3)
+    X = np.concatenate([X, np.repeat(X[:3], 4, axis=0)])  # repeated rows share every bucket
+    nu = 2.0 if kernel == "rbf" else None
+    lsh = LSHSearch(X, kernel=kernel, nu=nu, tables=3, bits=bits, rng=np.random.default_rng(seed))
+    cx = reference_codes(prepare_points(X, kernel), lsh.hyperplanes, 3, bits)
+    cq = reference_codes(prepare_points(Q, kernel), lsh.hyperplanes, 3, bits)
+    np.testing.assert_array_equal(lsh.codes(torch.from_numpy(prepare_points(X, kernel))), cx)
+    ref, K = reference_pairs(Q, X, 0.2, kernel, nu)
+    assume(np.abs(K - 0.2).min() > MARGIN)
+    got = lsh.pairs(Q, 0.2)
+    for t in range(Q.shape[0]):
+        cand = np.flatnonzero((cx == cq[t]).any(axis=1))
+        keep = np.isin(ref[t][0], cand)
+        np.testing.assert_array_equal(got.query(t)[0], ref[t][0][keep])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 400), st.integers(1, 7))
+def test_lsh_pairs_do_not_depend_on_chunking_or_blocking(seed, chunk, block):
+    """Splitting the records into chunks and the queries into blocks changes nothing, to the bit."""
+    X, Q = draw(seed, 90, 9, 4)
+    whole = LSHSearch(X, tables=6, bits=2, rng=np.random.default_rng(seed)).pairs(Q, 0.3)
+    split = LSHSearch(X, tables=6, bits=2, rng=np.random.default_rng(seed), block_size=block)
+    split.CHUNK_PAIRS = chunk
+    got = split.pairs(Q, 0.3)
+    np.testing.assert_array_equal(got.indptr, whole.indptr)
+    np.testing.assert_array_equal(got.indices, whole.indices)
+    np.testing.assert_array_equal(got.kappa, whole.kappa)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["cosine", "rbf"]), st.data())
+def test_lsh_kernel_values_do_not_depend_on_other_records(seed, kernel, data):
+    """A record's pairs and kernel values, bit for bit, are the same with or without the other records."""
+    X, Q = draw(seed, 70, 6, 5)
+    keep = np.array(sorted(data.draw(st.sets(st.integers(0, 69), min_size=1, max_size=69))), dtype=np.int64)
+    nu = 2.0 if kernel == "rbf" else None
+    kw = dict(kernel=kernel, nu=nu, tables=5, bits=2)
+    full = LSHSearch(X, rng=np.random.default_rng(seed), **kw).pairs(Q, 0.25)
+    part = LSHSearch(X[keep], rng=np.random.default_rng(seed), **kw).pairs(Q, 0.25)
+    for t in range(Q.shape[0]):
+        idx, kap = full.query(t)
+        mask = np.isin(idx, keep)
+        pidx, pkap = part.query(t)
+        np.testing.assert_array_equal(keep[pidx], idx[mask])
+        np.testing.assert_array_equal(pkap, kap[mask])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["cosine", "rbf"]), st.integers(1, 8), st.data())
+def test_exact_kernel_values_do_not_depend_on_other_records(seed, kernel, block, data):
+    """Exact search: a record's kernel values are bit for bit the same with or without the other records.
+
+    The Ind-KNN guarantee needs a record's selection and vote to be functions of that record and the query
+    (Thm 3.1 proof); a float32 matrix product whose rounding moved with a record's position would break that
+    at the last bit. This holds for the CPU BLAS behind torch here; the test would catch a backend where not.
+    """
+    X, Q = draw(seed, 300, 9, 48)
+    keep = np.array(sorted(data.draw(st.sets(st.integers(0, 299), min_size=1, max_size=299))), dtype=np.int64)
+    nu = 6.0 if kernel == "rbf" else None
+    full = ExactSearch(X, kernel=kernel, nu=nu, block_size=block).pairs(Q, 0.05)
+    part = ExactSearch(X[keep], kernel=kernel, nu=nu).pairs(Q, 0.05)
+    for t in range(Q.shape[0]):
+        idx, kap = full.query(t)
+        mask = np.isin(idx, keep)
+        pidx, pkap = part.query(t)
+        np.testing.assert_array_equal(keep[pidx], idx[mask])
+        np.testing.assert_array_equal(pkap, kap[mask])
+
+
 def test_lsh_hyperplanes_are_public_randomness():
     """The hyperplanes depend on the generator only, never on the points."""
     X1, _ = draw(1, 40, 1, 6)
@@ -194,7 +268,7 @@ def test_empty_queries_and_no_pairs():
     p = ExactSearch(X).pairs(np.zeros((0, 3), dtype=np.float32), 0.5)
     assert p.indptr.tolist() == [0] and p.indices.size == 0
     r, c, v = block_pairs(torch.ones(2, 3), torch.from_numpy(prepare_points(X, "cosine")), 1.0, kernel="cosine")
-    assert r.dtype == torch.int64 and v.dtype == torch.float32
+    assert r.dtype == c.dtype == np.int64 and v.dtype == np.float64
 
 
 @pytest.mark.parametrize(
