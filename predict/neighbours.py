@@ -195,7 +195,8 @@ def _rbf_bounds(d, tau, nu):
     value ``exp(-d2 / nu^2)`` reaches ``tau`` passes the prefilter (rounding of the scaling covered by ``4 u``).
     """
     c = 2.0 * (2.0 * _gamma(d) + 3.0 * _U32) * 1.01 + 4.0 * _U32
-    threshold = -float(nu) ** 2 * math.log(tau) * (1.0 + 1e-9) + 1e-30
+    # exp(-d2 / nu^2) rounds to values >= tau up to d2 = -nu^2 ln(tau) (1 + 1e-16) and, at tau = 1, up to d2 = nu^2 2^-53
+    threshold = float(nu) ** 2 * (-math.log(tau) * (1.0 + 1e-9) + 2.0 ** -52)
     return c, threshold
 
 
@@ -311,6 +312,15 @@ class ExactSearch:
         return self._pairs_prepared(tq, tau)
 
     def _pairs_prepared(self, tq, tau):
+        # The prefilter's margin assumes a float32 product; "medium"/"high" precision may use bfloat16 or TF32.
+        precision = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("highest")
+        try:
+            return self._blocked_pairs(tq, tau)
+        finally:
+            torch.set_float32_matmul_precision(precision)
+
+    def _blocked_pairs(self, tq, tau):
         nq = int(tq.shape[0])
         rows, cols, vals = [], [], []
         sq_q = canonical_sq_norms(tq) if self.kernel == "rbf" else None

@@ -263,6 +263,33 @@ def test_add_appends_points():
     np.testing.assert_array_equal(lsh.pairs(Q, 0.2).indices, ref.pairs(Q, 0.2).indices)
 
 
+@pytest.mark.parametrize("search", ["exact", "lsh"])
+def test_tau_one_keeps_exact_duplicates_under_rbf(search):
+    """kappa = exp(0) = 1 reaches tau = 1: the prefilter's threshold must not drop a duplicate of the query."""
+    X, Q = draw(3, 30, 4, 6, scale=3.0)
+    X[7] = Q[2]
+    kw = dict(kernel="rbf", nu=0.5)
+    s = ExactSearch(X, **kw) if search == "exact" else LSHSearch(X, tables=2, bits=3, rng=np.random.default_rng(0), **kw)
+    p = s.pairs(Q, 1.0)
+    assert p.query(2)[0].tolist() == [7] and p.query(2)[1].tolist() == [1.0]
+    assert p.indices.size == 1
+
+
+def test_a_lower_matmul_precision_setting_is_overridden_and_restored():
+    """bfloat16/TF32 products would break the prefilter's margin: exact search runs at "highest" precision."""
+    X, Q = draw(8, 50, 5, 16)
+    ref = ExactSearch(X).pairs(Q, 0.3)
+    old = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")
+    try:
+        got = ExactSearch(X).pairs(Q, 0.3)
+        assert torch.get_float32_matmul_precision() == "medium"
+    finally:
+        torch.set_float32_matmul_precision(old)
+    np.testing.assert_array_equal(got.indices, ref.indices)
+    np.testing.assert_array_equal(got.kappa, ref.kappa)
+
+
 def test_empty_queries_and_no_pairs():
     X, _ = draw(0, 10, 1, 3)
     p = ExactSearch(X).pairs(np.zeros((0, 3), dtype=np.float32), 0.5)
