@@ -250,7 +250,11 @@ def _to_csr(n_queries, rows, cols, vals):
 
 
 class ExactSearch:
-    """Exact kernel threshold search: one float32 matrix product per block of queries.
+    """Exact kernel threshold search: one float32 matrix product per block of queries, then canonical values.
+
+    The product keeps the pairs within its proven rounding margin of ``tau``; each of those is decided by its
+    canonical kernel value (module docstring), computed from its two rows alone. The product runs at torch's
+    "highest" float32 precision whatever the caller's setting (restored afterwards).
 
     Parameters
     ----------
