@@ -5,7 +5,8 @@ certified inversion of :mod:`accountants.fourier_inversion` on the contour ``Re 
 Chernoff-optimal (saddle-point) damping, capped at the accountant's ``max_damping``; where that damping is below
 ``COMPLEMENT_SWITCH`` (delta far below the mean loss, large delta), ``1 - delta`` is priced on a contour left of
 the pole at 0 instead (:func:`accountants.fourier_inversion.complement_damping`). The tolerance is tightened
-until the certified interval is within ``rtol`` of the estimate, else :class:`AccuracyError`.
+until the certified interval is within ``rtol`` of the estimate; a direction that does not get there reports
+why, and :class:`AccuracyError` is raised only if it could decide the add-or-remove maximum (below).
 
 ``epsilon(delta)`` is found by root finding on the certified delta curves, with a tolerance relative to delta
 and no cap on epsilon: the bracket is the Chernoff epsilon of the same characteristic functions,
@@ -302,7 +303,7 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     """
     brackets = [chernoff_epsilon(lm, log_delta, max_damping) for _, lm, _ in directions]
     order = sorted(range(len(directions)), key=lambda i: -brackets[i][0])
-    floor, parts, failed = 0.0, [], []
+    floor, parts = 0.0, []
     for i in order:
         direction, lm, sup = directions[i]
         bounds, failure = direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol, max_terms=max_terms,
