@@ -204,6 +204,24 @@ def test_subsampled_line_evaluation_equals_pointwise(mechanism):
         np.testing.assert_allclose(np.exp(together - scale_log), np.exp(apart - scale_log), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("mechanism, tilt", [
+    (PoissonSubsampled(GaussianMechanism(sigma=1.98), sampling_probability=0.0046), 1.0),
+    (PoissonSubsampled(GaussianMechanism(sigma=0.7), sampling_probability=0.02), 4.0),
+])
+def test_subsampled_line_leaves_out_only_negligible_nodes(mechanism, tilt):
+    # On a line, nodes whose terms are below e^-LINE_DROP of the largest are left out (and frequencies come in
+    # blocks of 32); the same points in shuffled order take the general path, which sums every node.
+    rng = np.random.default_rng(0)
+    for direction in (REMOVE, ADD):
+        line = tilt + 1j * 2.5 * np.arange(77)
+        perm = rng.permutation(line.size)
+        together = mechanism.log_mgf(line, direction)
+        shuffled = np.empty_like(together)
+        shuffled[perm] = mechanism.log_mgf(line[perm], direction)
+        scale_log = float(np.real(mechanism.log_mgf(tilt, direction)))
+        np.testing.assert_allclose(np.exp(together - scale_log), np.exp(shuffled - scale_log), rtol=0, atol=1e-12)
+
+
 def test_combinators_add_log_mgfs():
     g, lap, rr = GaussianMechanism(sigma=1.5), LaplaceMechanism(scale=2.0), RandomizedResponse(p=0.6)
     s = np.array([0.5, 1.0 + 2.0j, -2.0 + 0.5j])
