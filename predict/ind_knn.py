@@ -25,7 +25,7 @@ adaptive composition (Feldman & Zrnic 2021, Cor 3.3; Ind-KNN Thm 2.6 and Thm 3.2
 query adds ``kappa(q_s, q_t) e_{a_s}`` for previous queries with ``kappa >= tau`` to its votes and their number to
 its count, never charged (post-processing of releases). *LSH* (supplement Algorithm 1): candidates are the union
 of the query's buckets in ``lsh_tables`` tables of ``lsh_bits`` random hyperplanes drawn from the classifier's
-generator (public randomness; :class:`predict.neighbours.LSHSearch`).
+generator (public randomness; :class:`predict.lsh.LSHSearch`).
 
 Kernel values of a block of queries come from one float32 matrix product, reduced to sparse pairs above ``tau``
 (:mod:`predict.neighbours`); the sequential budget loop runs over those pairs only. The noise of query ``t`` is
@@ -57,7 +57,8 @@ import torch
 from accountants import individual_conversions as _conv
 from accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
 from predict._common import check_features, check_fitted, check_labels
-from predict.neighbours import ExactSearch, LSHSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
+from predict.lsh import LSHSearch
+from predict.neighbours import ExactSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
 
 __all__ = ["IndKNNClassifier"]
 
