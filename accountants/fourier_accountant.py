@@ -40,7 +40,7 @@ from accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITC
     split_delta_bounds,
     split_epsilon_bounds,
 )
-from accountants.fourier_inversion import MAX_DAMPING, MAX_DAMPING_CLOSED_FORM, Bounds
+from accountants.fourier_inversion import MAX_DAMPING, MAX_DAMPING_CLOSED_FORM, Bounds, log_chernoff_constant
 from accountants.report import PrivacyReport
 from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
@@ -49,6 +49,9 @@ from mechanisms.gaussian import GaussianMechanism
 from mechanisms.relations import Direction, NeighboringRelation
 
 __all__ = ["FourierAccountant", "AccuracyError"]
+
+#: tradeoff_curve: epsilons whose Chernoff bound on delta is below 2^-60 take that bound without an inversion.
+_NEGLIGIBLE_LOG_DELTA = -60.0 * np.log(2.0)
 
 
 class FourierAccountant:
@@ -252,11 +255,32 @@ class FourierAccountant:
             raise ValueError("`alphas` of FourierAccountant.tradeoff_curve must be in [0, 1].")
         eps = np.linspace(0.0, 20.0, 201) if epsilons is None else (
             _real_array(epsilons, "epsilons", "FourierAccountant.tradeoff_curve").ravel())
-        deltas = self.privacy_profile(eps)[2]
+        deltas = np.zeros(eps.size)
+        certify = np.ones(eps.size, dtype=bool)
+        if self._entries and self._two_point_lattice() is None and self._laplace_split() is None:
+            # Where even a Chernoff bound puts delta below 2^-60, that bound serves: beta moves by at most 2^-60
+            # (1 - d rounds to 1) and stays a lower bound, since beta decreases in d. No inversion is run there.
+            log_bound = self._chernoff_log_delta_grid(eps)
+            certify = ~(log_bound < _NEGLIGIBLE_LOG_DELTA)
+            deltas[~certify] = np.exp(log_bound[~certify]) * (1.0 + 1e-9)
+        deltas[certify] = [self.delta_bounds(float(v)).upper for v in eps[certify]]
         e = eps[:, None]
         d = deltas[:, None]
         beta = np.maximum(np.maximum(0.0, 1.0 - d - np.exp(e) * alphas), np.exp(-e) * (1.0 - d - alphas))
         return beta.max(axis=0)
+
+    def _chernoff_log_delta_grid(self, epsilons):
+        """Upper bounds on ``log delta(eps)`` for many epsilons at once: ``log M(k) - k eps + log c(k)`` holds for
+        every damping ``k > 0`` (``c`` as in :func:`accountants.fourier_inversion.log_chernoff_constant`); the
+        smallest over a fixed grid of ``k``, the larger of the two directions."""
+        kappa = np.geomspace(1e-3, min(1e3, float(self._settings()["max_damping"])), 256)
+        out = np.full(epsilons.size, -np.inf)
+        for _, lm, _ in self._directions():
+            with np.errstate(over="ignore", invalid="ignore"):
+                log_m = np.real(lm(kappa.astype(np.complex128))) + log_chernoff_constant(kappa)
+                terms = log_m[None, :] - kappa[None, :] * epsilons[:, None]
+            out = np.maximum(out, np.nanmin(np.where(np.isnan(terms), np.inf, terms), axis=1))
+        return out
 
     # ------------------------------------------------------------------ epsilon
     def epsilon_bounds(self, delta):

@@ -470,6 +470,27 @@ def test_tradeoff_curve_is_a_valid_lower_bound_on_the_gaussian_tradeoff():
     assert beta[-1] == 0.0
 
 
+@pytest.mark.parametrize("ledger", [
+    ((GaussianMechanism(sigma=2.0), 4),),
+    ((PoissonSubsampled(GaussianMechanism(sigma=1.0), sampling_probability=0.05), 20),),
+])
+def test_chernoff_grid_bounds_the_certified_delta_and_keeps_the_tradeoff_curve(ledger):
+    # tradeoff_curve skips the inversion where a Chernoff bound already puts delta below 2^-60: that bound must
+    # lie above the certified upper delta everywhere, and the curve must equal the one built from upper deltas.
+    fa = FourierAccountant()
+    for mechanism, count in ledger:
+        fa.compose(mechanism, count=count)
+    eps = np.linspace(0.0, 12.0, 25)
+    upper = fa.privacy_profile(eps)[2]
+    log_bound = fa._chernoff_log_delta_grid(eps)
+    assert np.all(np.exp(log_bound) >= upper * (1 - 1e-9))
+    assert np.any(log_bound < -60 * np.log(2.0))  # the shortcut is taken somewhere on this grid
+    alphas = np.linspace(0.0, 1.0, 21)
+    e, d = eps[:, None], upper[:, None]
+    reference = np.maximum(np.maximum(0.0, 1.0 - d - np.exp(e) * alphas), np.exp(-e) * (1.0 - d - alphas)).max(axis=0)
+    np.testing.assert_allclose(fa.tradeoff_curve(alphas, epsilons=eps), reference, rtol=0, atol=1e-15)
+
+
 # --------------------------------------------------------------------------- state and contract
 def test_compose_returns_self_and_merges_equal_mechanisms():
     fa = FourierAccountant()
