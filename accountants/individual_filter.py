@@ -231,6 +231,12 @@ class IndividualRenyiFilter:
             raise ValueError(
                 f"`indices` of {_OWNER}.charge must not be removed records; got {idx[self._removed[idx]][0]}."
             )
+        return self._admit(idx, amt)
+
+    def _admit(self, idx, amt):
+        """The admission step of :meth:`charge` without its validation: ``idx`` distinct, in range and not
+        removed (intp), ``amt`` finite and ``>= 0`` (float64, same length). For callers that hold these by
+        construction (Ind-KNN's query loop); anything else goes through :meth:`charge`."""
         new_spent = self._spent[idx] + amt
         admitted = self._active[idx] & (new_spent <= self._budget * (1.0 + RTOL))
         target = idx[admitted]
@@ -244,7 +250,10 @@ class IndividualRenyiFilter:
 
     def retire(self, indices):
         """Retire records (they are never admitted again); retiring twice or a removed record is harmless."""
-        idx = self._indices(indices, "retire")
+        self._retire(self._indices(indices, "retire"))
+
+    def _retire(self, idx):
+        """:meth:`retire` without validation (``idx`` in range, intp)."""
         self._retired[idx] = True
         self._active[idx] = False
         self._remaining[idx] = 0.0

@@ -281,7 +281,9 @@ class IndKNNClassifier:
         clip1 = z < base
         c = np.where(clip1, s1 * np.sqrt(2.0 * z) * _SHRINK, 1.0)
         charge1 = np.where(clip1, z, base)
-        ok1 = f.charge(idx, charge1) if idx.size else np.zeros(0, dtype=bool)
+        # Pairs are distinct, in range and active, and the charges finite and >= 0, by construction: the filter's
+        # admission step is called without re-validating them (charge() is the validating public path).
+        ok1 = f._admit(idx, charge1) if idx.size else np.zeros(0, dtype=bool)
         count = float(np.dot(c, ok1)) + pub_count + s1 * noise[0]
         K = max(count, float(self.min_count))
         # Kernel-weighted vote: f_i = min(kappa_i, sigma2 sqrt(2 K z_i)), charge f_i^2 / (2 sigma2^2 K).
@@ -294,11 +296,11 @@ class IndKNNClassifier:
         live = ok1 & ~clip1
         ok2 = np.zeros(idx.size, dtype=bool)
         if live.any():
-            ok2[live] = f.charge(idx[live], charge2[live])
+            ok2[live] = f._admit(idx[live], charge2[live])
         w = np.where(ok2, w, 0.0)
         done = (ok1 & clip1) | (ok2 & clip2)
         if done.any():
-            f.retire(idx[done])
+            f._retire(idx[done])
         votes = np.bincount(self.y_[idx], weights=w, minlength=self.n_classes_)
         if pub_votes is not None:
             votes = votes + pub_votes
