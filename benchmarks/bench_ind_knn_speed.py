@@ -212,7 +212,7 @@ def main(argv=None):
     p.add_argument("--baseline-queries", type=int, default=10)
     p.add_argument("--lsh-n", type=int, default=200_000)
     p.add_argument("--lsh-queries", type=int, default=1_000)
-    p.add_argument("--repeat", type=int, default=2, help="timed runs of floor, search and Ind-KNN (best kept)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs of floor, search and Ind-KNN (best kept)")
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not for the record)")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)

@@ -442,10 +442,7 @@ class IndKNNClassifier:
         block = self.block_size or (2048 if self.search == "lsh" else 256)
         if self.search == "lsh":
             search = LSHSearch(X, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
-                               bits=self.lsh_bits, rng=np.random.default_rng(0))
-            search._planes = np.ascontiguousarray(state["hyperplanes"], dtype=np.float32)
-            search._tplanes = torch.from_numpy(search._planes)
-            search._build()
+                               bits=self.lsh_bits, hyperplanes=state["hyperplanes"])
         else:
             search = ExactSearch(X, kernel=self.kernel, nu=self.nu, block_size=block)
         rng = np.random.Generator(np.random.PCG64())

@@ -23,7 +23,9 @@ import warnings
 import numpy as np
 import torch
 
-from predict.neighbours import ExactSearch, _U32, _rbf_bounds, _to_csr, canonical_sq_norms, pair_kernel
+from predict.neighbours import (
+    ExactSearch, _U32, _gamma, _rbf_bounds, _to_csr, canonical_sq_norms, pair_dots, pair_kernel,
+)
 
 __all__ = ["LSHSearch"]
 
@@ -52,24 +54,36 @@ class LSHSearch(ExactSearch):
         ``L`` and ``b`` of the paper (defaults 30 and 8, its tuned CIFAR-10 values).
     rng : numpy.random.Generator
         Source of the hyperplanes. Not cryptographically secure; the hyperplanes are public.
+    hyperplanes : array_like (d, tables * bits), optional
+        Given hyperplanes instead of ``rng`` (a restored state: :attr:`hyperplanes` of an earlier search).
     """
 
     #: Candidate pairs per sampled product (bounds the memory of one chunk: about 20 bytes per pair).
     CHUNK_PAIRS = 1 << 22
 
-    def __init__(self, X, *, kernel="cosine", nu=None, block_size=2048, tables=30, bits=8, rng=None):
+    def __init__(self, X, *, kernel="cosine", nu=None, block_size=2048, tables=30, bits=8, rng=None,
+                 hyperplanes=None):
         owner = type(self).__name__
         for name, value, hi in (("tables", tables, 10_000), ("bits", bits, 62)):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not 1 <= value <= hi:
                 raise ValueError(f"`{name}` of {owner} must be an integer in [1, {hi}]; got {value!r}.")
-        if not isinstance(rng, np.random.Generator):
+        if hyperplanes is None and not isinstance(rng, np.random.Generator):
             raise TypeError(f"`rng` of {owner} must be a numpy.random.Generator; got {type(rng).__name__}.")
         super().__init__(X, kernel=kernel, nu=nu, block_size=block_size)
         self.tables = int(tables)
         self.bits = int(bits)
         d = self._X.shape[1]
-        self._planes = np.ascontiguousarray(rng.standard_normal((d, self.tables * self.bits)), dtype=np.float32)
+        shape = (d, self.tables * self.bits)
+        if hyperplanes is None:
+            self._planes = np.ascontiguousarray(rng.standard_normal(shape), dtype=np.float32)
+        else:
+            self._planes = np.array(hyperplanes, dtype=np.float32, order="C", copy=True)
+            if self._planes.shape != shape or not np.isfinite(self._planes).all():
+                raise ValueError(f"`hyperplanes` of {owner} must be finite with shape {shape}; got shape "
+                                 f"{self._planes.shape}.")
         self._tplanes = torch.from_numpy(self._planes)
+        self._tplanes_rows = torch.from_numpy(np.ascontiguousarray(self._planes.T))  # r_j as rows
+        self._plane_norms = torch.linalg.vector_norm(self._tplanes_rows, dim=1) * (1.0 + 2.0 * _gamma(d))
         self._weights = torch.tensor([1 << j for j in range(self.bits)], dtype=torch.int64)
         self._build()
 
@@ -81,8 +95,23 @@ class LSHSearch(ExactSearch):
         return v
 
     def codes(self, t):
-        """Integer bucket codes (n, tables) of prepared float32 rows ``t`` (torch), int64."""
-        signs = torch.matmul(t, self._tplanes) >= 0
+        """Integer bucket codes (n, tables) of prepared float32 rows ``t`` (torch), int64.
+
+        Each sign ``1[r_j . x >= 0]`` is a function of ``x`` and ``r_j`` alone: the blocked product decides the
+        projections farther from 0 than its rounding margin ``2 gamma_d |x| |r_j|`` (as for the kernel values in
+        :mod:`predict.neighbours`), and the few within it are recomputed as canonical dot products.
+        """
+        proj = torch.matmul(t, self._tplanes)
+        if t.shape[0]:
+            d = int(t.shape[1])
+            # float32 norms are within gamma_d of the truth: inflated by 2 gamma_d they bound it
+            x_norm = torch.linalg.vector_norm(t, dim=1) * (1.0 + 2.0 * _gamma(d))
+            margin = (x_norm[:, None] * self._plane_norms[None, :]) * (2.0 * _gamma(d) * 1.01 + 4.0 * _U32)
+            near = torch.nonzero(proj.abs() <= margin)
+            if near.shape[0]:
+                rows, cols = near[:, 0].numpy(), near[:, 1].numpy()
+                proj[near[:, 0], near[:, 1]] = pair_dots(t, self._tplanes_rows, rows, cols)
+        signs = proj >= 0
         if self.bits <= 24:  # sums of distinct powers of two below 2**24 are exact in float32
             bits = signs.to(torch.float32).reshape(t.shape[0], self.tables, self.bits)
             return torch.matmul(bits, self._weights.to(torch.float32)).to(torch.int64).numpy()
@@ -93,7 +122,10 @@ class LSHSearch(ExactSearch):
     LOOKUP_BITS = 16
 
     def _build(self):
-        self._codes = self.codes(self._tX) if self.n else np.zeros((0, self.tables), dtype=np.int64)
+        # Points are only ever appended (add), so the codes already computed stay valid: hash the new rows only.
+        done = self._codes.shape[0] if hasattr(self, "_codes") else 0
+        fresh = self.codes(self._tX[done:]) if self.n > done else np.zeros((0, self.tables), dtype=np.int64)
+        self._codes = fresh if done == 0 else np.concatenate([self._codes, fresh])
         if self.bits <= self.LOOKUP_BITS:  # row of the (table, code) lookup tables
             self._slots = self._codes + (np.arange(self.tables, dtype=np.int64) << self.bits)
 

@@ -233,6 +233,32 @@ def test_exact_kernel_values_do_not_depend_on_other_records(seed, kernel, block,
     assert_same_on_kept_records(full, part, keep)
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40))
+def test_lsh_codes_of_a_row_do_not_depend_on_the_batch(seed, extra):
+    """Rows on (or next to) a hyperplane take the canonical path; every code is the same alone or in a batch."""
+    rng = np.random.default_rng(seed)
+    lsh = LSHSearch(rng.normal(size=(5, 24)).astype(np.float32), tables=3, bits=4, rng=np.random.default_rng(seed))
+    r = lsh.hyperplanes[:, 0].astype(np.float64)
+    X = rng.normal(size=(extra, 24))
+    X[: extra // 2] -= np.outer(X[: extra // 2] @ r, r) / (r @ r)  # projections on r_0 within rounding of 0
+    t = torch.from_numpy(prepare_points(X.astype(np.float32), "cosine"))
+    together = lsh.codes(t)
+    for i in range(extra):
+        np.testing.assert_array_equal(lsh.codes(t[i:i + 1]), together[i:i + 1])
+
+
+def test_lsh_from_given_hyperplanes_is_the_same_search():
+    X, Q = draw(6, 40, 5, 6)
+    a = LSHSearch(X, tables=3, bits=4, rng=np.random.default_rng(3))
+    b = LSHSearch(X, tables=3, bits=4, hyperplanes=a.hyperplanes)
+    np.testing.assert_array_equal(b.pairs(Q, 0.2).indices, a.pairs(Q, 0.2).indices)
+    with pytest.raises(ValueError, match=r"`hyperplanes` of LSHSearch must be finite with shape \(6, 12\)"):
+        LSHSearch(X, tables=3, bits=4, hyperplanes=a.hyperplanes[:, :11])
+    with pytest.raises(TypeError, match="`rng` of LSHSearch must be a numpy.random.Generator"):
+        LSHSearch(X, tables=3, bits=4)
+
+
 def test_lsh_hyperplanes_are_public_randomness():
     """The hyperplanes depend on the generator only, never on the points."""
     X1, _ = draw(1, 40, 1, 6)
