@@ -279,7 +279,7 @@ class FourierAccountant:
             with np.errstate(over="ignore", invalid="ignore"):
                 log_m = np.real(lm(kappa.astype(np.complex128))) + log_chernoff_constant(kappa)
                 terms = log_m[None, :] - kappa[None, :] * epsilons[:, None]
-            out = np.maximum(out, np.nanmin(np.where(np.isnan(terms), np.inf, terms), axis=1))
+            out = np.maximum(out, np.where(np.isnan(terms), np.inf, terms).min(axis=1))
         return out
 
     # ------------------------------------------------------------------ epsilon

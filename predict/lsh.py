@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from predict.neighbours import (
-    ExactSearch, _U32, _gamma, _rbf_bounds, _to_csr, canonical_sq_norms, pair_dots, pair_kernel,
+    ExactSearch, _U32, _dot_margin, _gamma, _rbf_bounds, _to_csr, canonical_sq_norms, pair_dots, pair_kernel,
 )
 
 __all__ = ["LSHSearch"]
@@ -106,7 +106,7 @@ class LSHSearch(ExactSearch):
             d = int(t.shape[1])
             # float32 norms are within gamma_d of the truth: inflated by 2 gamma_d they bound it
             x_norm = torch.linalg.vector_norm(t, dim=1) * (1.0 + 2.0 * _gamma(d))
-            margin = (x_norm[:, None] * self._plane_norms[None, :]) * (2.0 * _gamma(d) * 1.01 + 4.0 * _U32)
+            margin = (x_norm[:, None] * self._plane_norms[None, :]) * _dot_margin(d)
             near = torch.nonzero(proj.abs() <= margin)
             if near.shape[0]:
                 rows, cols = near[:, 0].numpy(), near[:, 1].numpy()

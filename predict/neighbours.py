@@ -144,6 +144,12 @@ def _gamma(d):
     return d * _U32 / (1.0 - d * _U32)
 
 
+def _dot_margin(d):
+    """Largest gap between two float32 computations of ``x . q`` (any summation orders), per unit ``|x| |q|``:
+    ``2 gamma_d``, with slack for the rounding of the threshold it is compared with."""
+    return 2.0 * _gamma(d) * 1.01 + 4.0 * _U32
+
+
 def _sq_norms(t):
     """Squared norms of the rows of ``t`` by a plain (BLAS-free) reduction; for the dense kernel matrix only."""
     return (t * t).sum(dim=1)
@@ -223,7 +229,7 @@ def block_pairs(Q, X, tau, *, kernel, nu=None, sq_q=None, sq_x=None):
     d = int(Q.shape[1])
     s = torch.matmul(Q, X.T)
     if kernel == "cosine":
-        cand = torch.nonzero(s >= tau - 2.0 * _gamma(d) * 1.01 - 2.0 * _U32)
+        cand = torch.nonzero(s >= tau - _dot_margin(d))  # unit rows: |x| |q| <= 1 + 2u
         sq_a = sq_b = None
     else:
         sq_q = canonical_sq_norms(Q) if sq_q is None else sq_q
