@@ -25,6 +25,37 @@ class Mechanism(abc.ABC):
     #: set to True with a proof (thesis Prop 2.3.6 proves it for the Gaussian and Laplace mechanisms).
     satisfies_pearson_vajda = False
 
+    #: Whether ``rdp`` is a proven upper bound. False where the curve comes from a quadrature whose error is
+    #: estimated, not proven (a user's continuous pair); accountants then label their reports "estimate".
+    #: Combinators override it with the conjunction over their children.
+    rdp_is_proven = True
+
+    def approximate(self):
+        """``(core, delta)``: this mechanism is ``delta``-approximately the mechanism ``core``.
+
+        Meaning: for every pair of neighbouring inputs the output distributions decompose as
+        ``P = (1 - delta) P' + delta P''`` and ``Q = (1 - delta) Q' + delta Q''`` where ``(P', Q')`` is dominated
+        by ``core`` (its RDP curve and its dominating pair hold for ``(P', Q')``): the approximate-RDP notion of
+        Bun & Steinke 2016 (Sec 8, "approximate zCDP"), and thesis Ex. 3.2.1 / 3.2.3's infinite-loss atoms of
+        mass ``delta``. Accountants compose ``core`` and charge ``delta`` separately:
+
+        * if ``core`` is ``(epsilon, d)``-DP, this mechanism is ``(epsilon, d + delta)``-DP, since
+          ``P(S) <= (1 - delta) P'(S) + delta <= (1 - delta)(e^epsilon Q'(S) + d) + delta
+          <= e^epsilon Q(S) + d + delta``;
+        * the adaptive composition of mechanisms ``(core_i, delta_i)`` is ``(1 - prod_i (1 - delta_i))``-
+          approximately the composition of the cores (on the product of the "good" components every step
+          follows its core; the rest has probability at most ``1 - prod_i (1 - delta_i)``).
+
+        The strict curve ``rdp`` of such a mechanism is ``+inf`` whenever ``delta > 0`` (an infinite-loss atom has
+        no Renyi divergence, thesis Ex. 3.2.1). The default is ``(self, 0.0)``: the mechanism is its own core.
+
+        Returns
+        -------
+        (Mechanism, float)
+            ``core`` (with ``core.approximate()[1] == 0``) and ``delta`` in [0, 1].
+        """
+        return self, 0.0
+
     def rdp(self, orders):
         """Renyi-DP upper bound ``epsilon(alpha)`` at each order, under add-or-remove-one.
 
