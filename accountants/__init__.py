@@ -4,7 +4,7 @@ from accountants.conversions import Conversion
 from accountants.fourier_accountant import AccuracyError, FourierAccountant
 from accountants.fourier_inversion import Bounds
 from accountants.rdp_accountant import DEFAULT_ORDERS, RDPAccountant
-from accountants.report import PrivacyReport
+from accountants.report import BoundKind, PrivacyReport
 
 __all__ = [
     "RDPAccountant",
@@ -13,6 +13,7 @@ __all__ = [
     "Bounds",
     "Conversion",
     "PrivacyReport",
+    "BoundKind",
     "DEFAULT_ORDERS",
 ]
 from accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale

@@ -28,6 +28,8 @@ was tried; pass a larger ``rtol`` (or ``max_terms``).
 """
 
 import functools
+import math
+import warnings
 
 import numpy as np
 
@@ -41,10 +43,10 @@ from accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITC
     split_epsilon_bounds,
 )
 from accountants.fourier_inversion import MAX_DAMPING, MAX_DAMPING_CLOSED_FORM, Bounds, log_chernoff_constant
-from accountants.report import PrivacyReport
+from accountants.report import BoundKind, PrivacyReport
 from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
-from mechanisms.errors import MissingCapabilityError
+from mechanisms.errors import EstimateWarning, MissingCapabilityError
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.relations import Direction, NeighboringRelation
 
@@ -64,12 +66,21 @@ class FourierAccountant:
     max_terms : int, default 2**20
         Largest number of Fourier nodes per inversion before giving up (:class:`AccuracyError`).
 
-    Getters ``get_delta`` / ``get_epsilon`` return the upper end of a certified interval
-    (``delta_bounds`` / ``epsilon_bounds`` return all three of lower, estimate and upper). For mechanisms whose
-    characteristic function comes from numerical quadrature (Poisson-subsampled ones) the decay bound used for
-    the truncation error rests on that quadrature; their reports say so. Randomized response and pure DP alone
-    are enumerated exactly; Laplace ledgers without a Gaussian have their atoms enumerated exactly (see the
-    module docstring for the paths and the remaining limit).
+    Getters ``get_delta`` / ``get_epsilon`` return the upper end of the interval (``delta_bounds`` /
+    ``epsilon_bounds`` return all three of lower, estimate and upper). It is a proven upper bound when
+    :attr:`certified` (every characteristic function in closed form). For mechanisms whose characteristic
+    function comes from numerical quadrature (Poisson-subsampled ones, continuous pairs) the error rests on that
+    quadrature and is estimated, not proven: reports then say :attr:`~accountants.report.BoundKind.ESTIMATE`
+    and which part is estimated, and ``get_delta`` / ``get_epsilon`` warn with
+    :class:`~mechanisms.errors.EstimateWarning`. Randomized response and pure DP alone are enumerated exactly;
+    Laplace ledgers without a Gaussian have their atoms enumerated exactly (see the module docstring for the
+    paths and the remaining limit).
+
+    A mechanism that is only ``delta_m``-approximately its core (:meth:`mechanisms.base.Mechanism.approximate`,
+    for example a custom pair with mass off the common support) is composed through its core and the ledger
+    charges ``1 - prod (1 - delta_m)^count`` (:attr:`charged_delta`): it is added to every delta, epsilon is
+    found at ``delta`` minus it (``inf`` if nothing is left), and the lower ends become the trivial bounds (the
+    missing mass may sit anywhere).
 
     Examples
     --------
@@ -85,6 +96,7 @@ class FourierAccountant:
         self._rtol = _validate.positive(rtol, "rtol", "FourierAccountant")
         self._max_terms = _validate.positive_int(max_terms, "max_terms", "FourierAccountant")
         self._entries = {}
+        self._cores = {}  # mechanism -> (core, log(1 - delta)) of Mechanism.approximate
         self._compiled = self._closed = None
         self._derived = {}  # per-ledger caches (exact enumerations), cleared by compose
 
@@ -118,7 +130,11 @@ class FourierAccountant:
         """Add ``count`` runs of ``mechanism``; returns ``self``. Transactional (checks first)."""
         count = _validate.positive_int(count, "count", "FourierAccountant.compose")
         if not isinstance(mechanism, Mechanism) or mechanism not in self._entries:
-            self._check(mechanism)
+            if not isinstance(mechanism, Mechanism):
+                self._check(mechanism)
+            core, delta = mechanism.approximate()
+            self._check(core)
+            self._cores[mechanism] = (core, math.log1p(-delta) if delta < 1.0 else -math.inf)
         self._entries[mechanism] = self._entries.get(mechanism, 0) + count
         self._compiled = self._closed = None
         self._derived = {}
@@ -130,7 +146,8 @@ class FourierAccountant:
         and the rest as ``(mechanism, count)`` pairs."""
         if self._compiled is None:
             mu2, two_point, others = 0.0, {}, []
-            for m, n in self._entries.items():
+            for original, n in self._entries.items():
+                m = self._cores[original][0]
                 e = two_point_loss(m)
                 if type(m) is GaussianMechanism:
                     mu2 += n / m.noise_multiplier**2
@@ -207,7 +224,8 @@ class FourierAccountant:
         return {"rtol": self._rtol, "max_terms": self._max_terms, "max_damping": self._max_damping()}
 
     def pure_epsilon(self):
-        """Basic composition of the mechanisms' pure-DP epsilons (inf if any has none): delta is 0 above it."""
+        """Basic composition of the pure-DP epsilons of the mechanisms' cores (inf if any has none): above it the
+        delta is :attr:`charged_delta` (0 for a ledger of exact mechanisms)."""
         mu2, e_values, counts, others = self._compile()
         if mu2:
             return float("inf")
@@ -218,14 +236,46 @@ class FourierAccountant:
         """Whether every characteristic function in the ledger is in closed form (so the error bounds are
         proofs, up to float64 rounding which is bounded too)."""
         if self._closed is None:
-            self._closed = all(_closed_form(m) for m in self._entries)
+            self._closed = all(_closed_form(core) and core.rdp_is_proven for core, _ in self._cores.values())
         return self._closed
+
+    @property
+    def bound_kind(self):
+        """:attr:`BoundKind.UPPER` when :attr:`certified`, :attr:`BoundKind.ESTIMATE` otherwise."""
+        return BoundKind.UPPER if self.certified else BoundKind.ESTIMATE
+
+    @property
+    def charged_delta(self):
+        """``1 - prod (1 - delta_m)^count`` over the ledger's approximate mechanisms, rounded up (0 if none)."""
+        log_keep = sum(n * self._cores[m][1] for m, n in self._entries.items())
+        if log_keep == 0.0:
+            return 0.0
+        return min(1.0, -math.expm1(log_keep) * (1.0 + 1e-14) + 5e-324)
+
+    def _warn_if_estimate(self, getter):
+        if not self.certified:
+            warnings.warn(
+                f"FourierAccountant.{getter}: this ledger's characteristic functions are partly computed by "
+                "quadrature whose error is estimated, not proven, so the value is an estimate, not a proven upper "
+                f"bound ({self._method()}); use RDPAccountant for a proven bound, or the *_report methods, which "
+                "carry the label.",
+                EstimateWarning,
+                stacklevel=3,
+            )
 
     # ------------------------------------------------------------------ delta
     def delta_bounds(self, epsilon):
         """(lower, estimate, upper) of the smallest delta for which the ledger is (epsilon, delta)-DP,
         add-or-remove-one: the larger of the remove and add directions (thesis Thm 3.3.5)."""
         epsilon = _validate.nonnegative(epsilon, "epsilon", "FourierAccountant.get_delta")
+        charged = self.charged_delta
+        core = self._core_delta_bounds(epsilon)
+        if not charged:
+            return core
+        # P = (1 - c) P' + c P'': delta <= delta' + c; the missing mass may sit anywhere, so no lower bound.
+        return Bounds(0.0, min(1.0, core.estimate + charged), min(1.0, (core.upper + charged) * (1.0 + 1e-15)))
+
+    def _core_delta_bounds(self, epsilon):
         if not self._entries or epsilon >= self.pure_epsilon():
             return Bounds(0.0, 0.0, 0.0)
         lattice = self._two_point_lattice()
@@ -238,8 +288,11 @@ class FourierAccountant:
         return max_delta_bounds(self._directions(), epsilon, **self._settings())
 
     def get_delta(self, epsilon):
-        """Certified upper bound on delta(epsilon) (add-or-remove-one)."""
-        return self.delta_bounds(epsilon).upper
+        """Upper end of :meth:`delta_bounds`: a proven upper bound on delta(epsilon) (add-or-remove-one) when
+        :attr:`certified`, otherwise an estimate, with an :class:`~mechanisms.errors.EstimateWarning`."""
+        value = self.delta_bounds(epsilon).upper
+        self._warn_if_estimate("get_delta")
+        return value
 
     def privacy_profile(self, epsilons):
         """``(lower, estimate, upper)`` arrays of delta over a grid of epsilons (1-D, in the order given)."""
@@ -262,7 +315,7 @@ class FourierAccountant:
             # (1 - d rounds to 1) and stays a lower bound, since beta decreases in d. No inversion is run there.
             log_bound = self._chernoff_log_delta_grid(eps)
             certify = ~(log_bound < _NEGLIGIBLE_LOG_DELTA)
-            deltas[~certify] = np.exp(log_bound[~certify]) * (1.0 + 1e-9)
+            deltas[~certify] = np.minimum(1.0, np.exp(log_bound[~certify]) * (1.0 + 1e-9) + self.charged_delta)
         deltas[certify] = [self.delta_bounds(float(v)).upper for v in eps[certify]]
         e = eps[:, None]
         d = deltas[:, None]
@@ -291,6 +344,16 @@ class FourierAccountant:
         no cap on epsilon (the bracket comes from the Chernoff bound of the same characteristic functions).
         """
         delta = _validate.open_unit_interval(delta, "delta", "FourierAccountant.get_epsilon")
+        charged = self.charged_delta
+        if not charged:
+            return self._core_epsilon_bounds(delta)
+        if delta <= charged:
+            return Bounds(0.0, math.inf, math.inf)
+        # the core at delta - charged (rounded down); no lower bound (the missing mass may sit anywhere)
+        core = self._core_epsilon_bounds((delta - charged) * (1.0 - 1e-15))
+        return Bounds(0.0, core.estimate, core.upper)
+
+    def _core_epsilon_bounds(self, delta):
         if not self._entries or self.pure_epsilon() == 0.0:
             return Bounds(0.0, 0.0, 0.0)
         lattice = self._two_point_lattice()
@@ -305,19 +368,31 @@ class FourierAccountant:
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 
     def get_epsilon(self, delta):
-        """Certified upper bound on the smallest epsilon with an (epsilon, delta)-DP guarantee."""
-        return self.epsilon_bounds(delta).upper
+        """Upper end of :meth:`epsilon_bounds`: a proven upper bound on the smallest epsilon with an
+        (epsilon, delta)-DP guarantee when :attr:`certified`, otherwise an estimate, with an
+        :class:`~mechanisms.errors.EstimateWarning`."""
+        value = self.epsilon_bounds(delta).upper
+        self._warn_if_estimate("get_epsilon")
+        return value
 
     # ------------------------------------------------------------------ reports
     def _method(self):
+        charged = self.charged_delta
+        extra = "" if not charged else f"; plus the charged delta {charged:.6g} of approximate mechanisms"
+        return self._core_method() + extra
+
+    def _core_method(self):
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")
         if self._laplace_split() is not None:
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
                     f"(thesis Sec 3.4), characteristic functions in closed form, rtol {self._rtol:g}")
+        estimated = sorted({type(core).__name__ for core, _ in self._cores.values()
+                            if not (_closed_form(core) and core.rdp_is_proven)})
         how = "characteristic functions in closed form" if self.certified else (
-            "characteristic functions partly by quadrature (its error estimated, not proven)"
+            "characteristic functions partly by quadrature, its error estimated, not proven (estimated part: "
+            f"{', '.join(estimated)})"
         )
         return f"Fourier inversion of the privacy-loss distribution (thesis Sec 3.4), {how}, rtol {self._rtol:g}"
 
@@ -326,7 +401,7 @@ class FourierAccountant:
         return PrivacyReport(
             epsilon=b.upper,
             delta=float(delta),
-            bound="upper bound" if self.certified else "estimate",
+            bound=self.bound_kind,
             relation=self.relation,
             accountant="Fourier",
             method=self._method() + f"; interval [{b.lower:.8g}, {b.upper:.8g}]",
@@ -337,7 +412,7 @@ class FourierAccountant:
         return PrivacyReport(
             epsilon=float(epsilon),
             delta=b.upper,
-            bound="upper bound" if self.certified else "estimate",
+            bound=self.bound_kind,
             relation=self.relation,
             accountant="Fourier",
             method=self._method() + f"; interval [{b.lower:.8g}, {b.upper:.8g}]",

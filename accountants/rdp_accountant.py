@@ -4,7 +4,7 @@ import numpy as np
 
 from accountants import conversions
 from accountants.conversions import Conversion
-from accountants.report import PrivacyReport
+from accountants.report import BoundKind, PrivacyReport
 from mechanisms import _validate
 from mechanisms.base import Mechanism
 from mechanisms.noisy_screening import DataDependentScreening
@@ -35,6 +35,15 @@ class RDPAccountant:
     RDP adds up over (adaptive) composition (Mironov 2017, Prop 1). The ledger holds each distinct mechanism
     once with its count, so composing ``k`` copies costs O(1) and a query costs O(number of distinct
     mechanisms). Getters never mutate.
+
+    A mechanism that is only ``delta_m``-approximately its core (:meth:`mechanisms.base.Mechanism.approximate`:
+    for example a custom pair whose masses do not sum to one, the missing mass being an infinite-loss atom) is
+    composed through its core, and the ledger charges ``charged_delta = 1 - prod (1 - delta_m)^count`` on top of
+    the conversion: ``get_delta`` adds it, ``get_epsilon(delta)`` converts at ``delta - charged_delta`` and
+    is ``inf`` when ``delta`` does not exceed it (no finite epsilon is proven there).
+
+    Reports are :attr:`~accountants.report.BoundKind.UPPER` unless some mechanism's curve is not proven
+    (``rdp_is_proven`` false: a quadrature whose error is estimated), in which case they say "estimate".
 
     Parameters
     ----------
@@ -73,7 +82,7 @@ class RDPAccountant:
             raise ValueError("`orders` of RDPAccountant must contain at least one finite order; got none.")
         self._conversion = conversion
         self._orders = grid
-        self._entries = {}  # mechanism -> [count, rdp on the grid, pure epsilon]
+        self._entries = {}  # mechanism -> [count, rdp on the grid, pure epsilon, core, log(1 - delta of core)]
 
     # ------------------------------------------------------------------ state
     @property
@@ -111,26 +120,42 @@ class RDPAccountant:
         count = _validate.positive_int(count, "count", "RDPAccountant.compose")
         entry = self._entries.get(mechanism)
         if entry is None:
-            grid_rdp = np.asarray(mechanism.rdp(self._orders), dtype=np.float64)
-            pure = float(mechanism.rdp(np.inf))
-            self._entries[mechanism] = [count, grid_rdp, pure]
+            core, log_keep = _core(mechanism)
+            grid_rdp = np.asarray(core.rdp(self._orders), dtype=np.float64)
+            pure = float(core.rdp(np.inf))
+            self._entries[mechanism] = [count, grid_rdp, pure, core, log_keep]
         else:
             entry[0] += count
         return self
 
+    @property
+    def charged_delta(self):
+        """``1 - prod (1 - delta_m)^count`` over the ledger, rounded up: the delta charged for the parts of
+        approximate mechanisms that their cores do not cover (0 when every mechanism is exact)."""
+        log_keep = sum(e[0] * e[4] for e in self._entries.values())
+        if log_keep == 0.0:
+            return 0.0
+        return min(1.0, float(-np.expm1(log_keep)) * (1.0 + 1e-14) + 5e-324)
+
+    @property
+    def bound_kind(self):
+        """:attr:`BoundKind.UPPER` when every curve in the ledger is proven, :attr:`BoundKind.ESTIMATE` otherwise."""
+        return BoundKind.UPPER if all(e[3].rdp_is_proven for e in self._entries.values()) else BoundKind.ESTIMATE
+
     def rdp(self, orders):
-        """Total RDP upper bound of the ledger at arbitrary orders (zero for an empty ledger)."""
+        """Total RDP upper bound of the ledger's cores at arbitrary orders (zero for an empty ledger); with a
+        :attr:`charged_delta` above zero it holds only together with that delta (approximate RDP)."""
         arr = _validate.orders_array(orders, "RDPAccountant")
         flat = arr.reshape(-1)
         total = np.zeros(flat.shape)
-        for mechanism, (count, _, _) in self._entries.items():
-            total = total + count * mechanism.rdp(flat)
+        for count, _, _, core, _ in self._entries.values():
+            total = total + count * core.rdp(flat)
         return total.reshape(arr.shape)[()]
 
     def _grid_total(self):
         total = np.zeros(self._orders.shape)
         pure = 0.0
-        for count, grid_rdp, eps_inf in self._entries.values():
+        for count, grid_rdp, eps_inf, _, _ in self._entries.values():
             total = total + count * grid_rdp
             pure = pure + count * eps_inf
         return total, pure
@@ -149,6 +174,11 @@ class RDPAccountant:
         delta = _validate.open_unit_interval(delta, "delta", "RDPAccountant.get_epsilon")
         if not self._entries:
             return self._report(0.0, delta, "empty ledger", None)
+        charged = self.charged_delta
+        if delta <= charged:
+            return self._report(np.inf, delta, f"delta is at most the charged delta {charged:.6g} of approximate "
+                                "mechanisms (infinite-loss atoms): no finite epsilon is proven", None)
+        requested, delta = delta, _conversion_delta(delta, charged)
         grid_total, pure = self._grid_total()
         conv = self._conversion
 
@@ -163,7 +193,9 @@ class RDPAccountant:
             best, order, method = pure, np.inf, "pure DP (order inf)"
         if delta >= _tv_bound(grid_total[0]):
             best, order, method = 0.0, float(self._orders[0]), "total variation (Bretagnolle & Huber 1979)"
-        return self._report(max(best, 0.0), delta, method, order)
+        if charged:
+            method += f"; plus the charged delta {charged:.6g} of approximate mechanisms"
+        return self._report(max(best, 0.0), requested, method, order)
 
     def delta_report(self, epsilon):
         """:class:`PrivacyReport` for the given epsilon: delta, the order attaining it and the conversion."""
@@ -172,8 +204,10 @@ class RDPAccountant:
             return self._report(epsilon, 0.0, "empty ledger", None)
         grid_total, pure = self._grid_total()
         conv = self._conversion
+        charged = self.charged_delta
+        extra = "" if not charged else f"; plus the charged delta {charged:.6g} of approximate mechanisms"
         if epsilon >= pure:
-            return self._report(epsilon, 0.0, "pure DP (order inf)", np.inf)
+            return self._report(epsilon, charged, "pure DP (order inf)" + extra, np.inf)
 
         def objective(orders):
             return conversions.log_delta_candidates(orders, self.rdp(orders), epsilon, conv)
@@ -181,17 +215,19 @@ class RDPAccountant:
         opt = conversions.minimize_over_orders(
             objective, self._orders, conversions.log_delta_candidates(self._orders, grid_total, epsilon, conv)
         )
-        delta, order, method = float(np.exp(min(opt.value, 0.0))), opt.order, conv.value
+        delta, order, method = _exp_up(min(opt.value, 0.0)), opt.order, conv.value
         tv = _tv_bound(grid_total[0])
         if tv < delta:
             delta, order, method = tv, float(self._orders[0]), "total variation (Bretagnolle & Huber 1979)"
-        return self._report(epsilon, delta, method, order)
+        if charged:
+            delta = min(1.0, (delta + charged) * (1.0 + 4 * np.finfo(np.float64).eps))
+        return self._report(epsilon, delta, method + extra, order)
 
     def _report(self, epsilon, delta, method, order):
         return PrivacyReport(
             epsilon=float(epsilon),
             delta=float(delta),
-            bound="upper bound",
+            bound=self.bound_kind,
             relation=self.relation,
             accountant="RDP",
             method=method,
@@ -204,5 +240,32 @@ class RDPAccountant:
 
 
 def _tv_bound(rdp_at_smallest_order):
-    """``sqrt(1 - exp(-r))``: total variation bound from the RDP at the smallest order (>= KL)."""
-    return float(np.sqrt(-np.expm1(-rdp_at_smallest_order)))
+    """``sqrt(1 - exp(-r))``: total variation bound from the RDP at the smallest order (>= KL), rounded up
+    (``expm1`` and ``sqrt`` are each within an ulp or two of exact)."""
+    tv = float(np.sqrt(-np.expm1(-rdp_at_smallest_order)))
+    return min(1.0, tv * (1.0 + 8 * np.finfo(np.float64).eps))
+
+
+def _exp_up(log_value):
+    """``exp(log_value)`` rounded up and never 0 for a finite argument: below the smallest positive float the
+    true value is under 5e-324, which is then reported (0 only for ``-inf``, an exactly zero delta)."""
+    if log_value == -np.inf:
+        return 0.0
+    return min(1.0, max(float(np.exp(log_value)) * (1.0 + 4 * np.finfo(np.float64).eps), 5e-324))
+
+
+def _conversion_delta(delta, charged):
+    """The delta left for the RDP conversion after ``charged``, rounded down (so the two add up to at most the
+    requested ``delta``)."""
+    if not charged:
+        return delta
+    return (delta - charged) * (1.0 - 4 * np.finfo(np.float64).eps)
+
+
+def _core(mechanism):
+    """``(core, log(1 - delta))`` of :meth:`mechanisms.base.Mechanism.approximate`, validated."""
+    core, delta = mechanism.approximate()
+    if not isinstance(core, Mechanism) or core.approximate()[1] != 0.0 or not 0.0 <= float(delta) <= 1.0:
+        raise TypeError(f"{type(mechanism).__name__}.approximate() must return (exact Mechanism, delta in [0, 1]); "
+                        f"got ({type(core).__name__}, {delta!r}).")
+    return core, float(np.log1p(-float(delta))) if delta < 1.0 else -np.inf

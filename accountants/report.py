@@ -1,11 +1,35 @@
-"""What a getter returns when asked to explain its number."""
+"""What a getter returns when asked to explain its number, and the kind of bound it is."""
 
 import dataclasses
+import enum
 from typing import Optional
 
 from mechanisms.relations import NeighboringRelation
 
-__all__ = ["PrivacyReport"]
+__all__ = ["BoundKind", "PrivacyReport"]
+
+
+class BoundKind(str, enum.Enum):
+    """What a reported privacy number is, relative to the exact value.
+
+    A ``str`` enum, so ``report.bound == "upper bound"`` also holds and ``str(kind)`` is the label users see.
+    """
+
+    UPPER = "upper bound"  #: proven: at or above the exact value, after all floating-point error
+    LOWER = "lower bound"  #: proven: at or below the exact value
+    ESTIMATE = "estimate"  #: not proven either way (for example a quadrature whose error is only estimated)
+
+    def __str__(self):
+        return self.value
+
+    def __repr__(self):  # shows as its label inside tuples and dicts, as the plain strings it replaced did
+        return repr(self.value)
+
+    @classmethod
+    def weakest(cls, *kinds):
+        """``UPPER`` if every kind is ``UPPER``, otherwise ``ESTIMATE`` (combining bounds of different kinds
+        proves neither direction)."""
+        return cls.UPPER if all(cls(k) is cls.UPPER for k in kinds) else cls.ESTIMATE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,29 +39,63 @@ class PrivacyReport:
     Attributes
     ----------
     epsilon, delta : float
-        The guarantee: the mechanism is (epsilon, delta)-DP.
-    bound : str
-        ``"upper bound"`` (proven) or ``"estimate"``; dpledger's accountants only return proven upper bounds.
+        The statement: the mechanism is (epsilon, delta)-DP if ``bound`` is :attr:`BoundKind.UPPER`; for an
+        :attr:`BoundKind.ESTIMATE` it is only an estimate of the smallest such pair and proves nothing.
+    bound : BoundKind
+        The kind of number (a ``str`` given here is converted; anything else is refused).
     relation : NeighboringRelation
     accountant : str
         Which accountant produced it.
     method : str
-        The conversion used (with its source).
+        The conversion used (with its source); for an estimate it says which part is estimated.
     order : float or None
         The Renyi order at which the optimum was attained (RDP accountants), ``inf`` for pure DP.
+
+    Examples
+    --------
+    >>> r = PrivacyReport(epsilon=1.0, delta=1e-5, bound="upper bound",
+    ...                   relation=NeighboringRelation.ADD_OR_REMOVE_ONE, accountant="RDP", method="classic")
+    >>> r.bound is BoundKind.UPPER, r.proven
+    (True, True)
     """
 
     epsilon: float
     delta: float
-    bound: str
+    bound: BoundKind
     relation: NeighboringRelation
     accountant: str
     method: str
     order: Optional[float] = None
 
+    def __post_init__(self):
+        try:
+            kind = BoundKind(self.bound)
+        except ValueError:
+            raise ValueError(
+                f"`bound` of PrivacyReport must be one of {[k.value for k in BoundKind]}; got {self.bound!r}."
+            ) from None
+        object.__setattr__(self, "bound", kind)
+
+    @property
+    def proven(self):
+        """Whether ``(epsilon, delta)`` is a proven guarantee (``bound`` is :attr:`BoundKind.UPPER`)."""
+        return self.bound is BoundKind.UPPER
+
+    def to_dict(self):
+        """Plain-data form (JSON-ready): the kind of bound as its label, the relation as its value."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "bound": self.bound.value,
+            "relation": self.relation.value,
+            "accountant": self.accountant,
+            "method": self.method,
+            "order": self.order,
+        }
+
     def __str__(self):
         at = "" if self.order is None else f" at order {self.order:.6g}"
         return (
-            f"({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.bound}, {self.relation.value}; "
+            f"({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.bound.value}, {self.relation.value}; "
             f"{self.accountant} accountant, {self.method}{at}"
         )

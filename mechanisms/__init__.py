@@ -11,6 +11,7 @@ from mechanisms.custom_pairs import CharacteristicFunctionMechanism, ContinuousP
 from mechanisms.errors import (
     DPLedgerError,
     DPLedgerWarning,
+    EstimateWarning,
     MissingCapabilityError,
     NumericalError,
     SearchRangeError,
@@ -55,6 +56,7 @@ __all__ = [
     "subsampled_rdp",
     "DPLedgerError",
     "DPLedgerWarning",
+    "EstimateWarning",
     "MissingCapabilityError",
     "NumericalError",
     "SearchRangeError",

@@ -6,6 +6,8 @@ composition of pure DP), for adaptively chosen mechanisms.
 
 import dataclasses
 
+import math
+
 import numpy as np
 
 from mechanisms import _validate
@@ -32,6 +34,17 @@ class SelfComposed(Mechanism):
         if not isinstance(self.mechanism, Mechanism):
             raise TypeError(f"`mechanism` of SelfComposed must be a Mechanism; got {type(self.mechanism).__name__}.")
         object.__setattr__(self, "count", _validate.positive_int(self.count, "count", "SelfComposed"))
+
+    @property
+    def rdp_is_proven(self):
+        return self.mechanism.rdp_is_proven
+
+    def approximate(self):
+        """``(SelfComposed(core, count), 1 - (1 - delta)^count)`` (rule in :meth:`Mechanism.approximate`)."""
+        core, delta = self.mechanism.approximate()
+        if delta == 0.0:
+            return self, 0.0
+        return SelfComposed(core, count=self.count), _composed_delta([(delta, self.count)])
 
     def _rdp(self, orders):
         return self.count * self.mechanism.rdp(orders)
@@ -71,6 +84,17 @@ class Composed(Mechanism):
                 raise TypeError(f"`mechanisms` of Composed must hold Mechanism objects; got {type(m).__name__}.")
         object.__setattr__(self, "mechanisms", items)
 
+    @property
+    def rdp_is_proven(self):
+        return all(m.rdp_is_proven for m in self.mechanisms)
+
+    def approximate(self):
+        """``(Composed(cores), 1 - prod (1 - delta_i))`` (rule in :meth:`Mechanism.approximate`)."""
+        parts = [m.approximate() for m in self.mechanisms]
+        if all(delta == 0.0 for _, delta in parts):
+            return self, 0.0
+        return Composed([core for core, _ in parts]), _composed_delta([(delta, 1) for _, delta in parts])
+
     def _rdp(self, orders):
         return np.sum([m.rdp(orders) for m in self.mechanisms], axis=0)
 
@@ -79,3 +103,9 @@ class Composed(Mechanism):
 
     def log_mgf_sup(self, real_part, u_min):
         return float(sum(m.log_mgf_sup(real_part, u_min) for m in self.mechanisms))
+
+
+def _composed_delta(deltas_and_counts):
+    """``1 - prod (1 - delta)^count``, rounded up (the relative error of ``log1p``/``expm1`` is a few ulps)."""
+    log_keep = sum(count * math.log1p(-delta) if delta < 1.0 else -math.inf for delta, count in deltas_and_counts)
+    return min(1.0, -math.expm1(log_keep) * (1.0 + 1e-14) + 5e-324)

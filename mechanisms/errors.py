@@ -10,6 +10,7 @@ __all__ = [
     "NumericalError",
     "SearchRangeError",
     "DPLedgerWarning",
+    "EstimateWarning",
 ]
 
 
@@ -31,3 +32,8 @@ class SearchRangeError(DPLedgerError, ValueError):
 
 class DPLedgerWarning(UserWarning):
     """Warnings emitted by dpledger."""
+
+
+class EstimateWarning(DPLedgerWarning):
+    """A getter that returns a bare number returned an estimate, not a proven bound (its report says which part
+    is estimated)."""
