@@ -177,3 +177,14 @@ def test_rdp_reports_on_quadrature_pairs_are_estimates():
     report = RDPAccountant().compose(m, count=2).epsilon_report(1e-5)
     assert report.bound is BoundKind.ESTIMATE
     assert RDPAccountant().compose(GaussianMechanism(sigma=1.0)).epsilon_report(1e-5).bound is BoundKind.UPPER
+
+
+# ------------------------------------------------------------------ underflow (item 2)
+@pytest.mark.parametrize("epsilon", [40.0, 60.0, 200.0])
+def test_rdp_delta_never_underflows_to_zero(epsilon):
+    # Measured on main: get_delta returned 0.0 where the exact delta is positive but below the smallest float.
+    acc = RDPAccountant().compose(GaussianMechanism(sigma=1.0))
+    exact = mp.ncdf(0.5 - epsilon) - mp.exp(epsilon) * mp.ncdf(-0.5 - epsilon)  # Balle & Wang 2018, Thm 8
+    assert exact > 0
+    assert acc.get_delta(epsilon) > 0.0
+    assert mp.mpf(acc.get_delta(epsilon)) >= exact
