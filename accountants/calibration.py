@@ -1,16 +1,24 @@
 """Calibration: the smallest noise (or, generally, the loosest parameter) that meets a target (epsilon, delta).
 
-The search evaluates the accountant's proven upper bound, so the returned parameter always meets the target
-(it is one the search evaluated and found feasible). The bracket is expanded geometrically when needed and a
-range that does not contain an answer raises :class:`~mechanisms.errors.SearchRangeError` naming it.
+The search evaluates the accountant's report at each probe, so the returned parameter always meets the target
+(it is one the search evaluated and found feasible). It is proven to when every report the search relied on was a
+proven upper bound; otherwise (an accountant that can only estimate, such as the Fourier accountant on
+Poisson-subsampled ledgers) :class:`~mechanisms.errors.EstimateWarning` says that the target is met only by an
+estimate. A probe the accountant cannot answer (:class:`~mechanisms.errors.NumericalError`,
+:class:`~accountants.fourier_accountant.AccuracyError`: typically too little noise for its numerics) counts as
+infeasible, which keeps the result valid (it is still a probe found feasible); if no probe succeeds the
+:class:`~mechanisms.errors.SearchRangeError` says what failed. The bracket is expanded geometrically when needed
+and a range that does not contain an answer raises :class:`~mechanisms.errors.SearchRangeError` naming it.
 """
 
 import math
+import warnings
 
+from accountants._fourier_search import AccuracyError
 from accountants.rdp_accountant import RDPAccountant
 from mechanisms import _validate
 from mechanisms.base import Mechanism
-from mechanisms.errors import SearchRangeError
+from mechanisms.errors import EstimateWarning, NumericalError, SearchRangeError
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.laplace import LaplaceMechanism
 from mechanisms.subsampled import PoissonSubsampled
@@ -52,12 +60,18 @@ def calibrate(
     rtol : float
         Relative width of the final bracket.
     accountant : callable
-        Factory of an accountant with ``compose`` and ``get_epsilon`` (default :class:`RDPAccountant`).
+        Factory of an accountant with ``compose`` and ``epsilon_report`` (or ``get_epsilon``; default
+        :class:`RDPAccountant`).
 
     Returns
     -------
     float
         A parameter that meets the target; within ``rtol`` of the loosest one if epsilon is monotone in it.
+
+    Warns
+    -----
+    EstimateWarning
+        If a report the result rests on was an estimate rather than a proven upper bound.
     """
     epsilon = _validate.positive(epsilon, "epsilon", "calibrate")
     delta = _validate.open_unit_interval(delta, "delta", "calibrate")
@@ -70,11 +84,26 @@ def calibrate(
     if not lo_dom <= lo < hi <= hi_dom:
         raise ValueError(f"`initial` of calibrate must satisfy domain[0] <= lo < hi <= domain[1]; got {initial}.")
 
+    failures, estimated = [], []
+
     def feasible(x):
         mechanism = family(x)
         if not isinstance(mechanism, Mechanism):
             raise TypeError(f"`family` of calibrate must return a Mechanism; got {type(mechanism).__name__}.")
-        return accountant().compose(mechanism, count=count).get_epsilon(delta) <= epsilon
+        acc = accountant().compose(mechanism, count=count)
+        try:
+            if hasattr(acc, "epsilon_report"):
+                report = acc.epsilon_report(delta)
+                value, proven = report.epsilon, report.proven
+            else:
+                value, proven = acc.get_epsilon(delta), True
+        except (NumericalError, AccuracyError) as exc:  # the accountant cannot answer here: not shown feasible
+            failures.append(f"{x:.6g}: {type(exc).__name__}")
+            return False
+        ok = value <= epsilon
+        if ok and not proven:
+            estimated.append(x)
+        return ok
 
     def widen(x, outward_up):
         if lo_dom > 0 or (outward_up and x > 0):
@@ -96,9 +125,10 @@ def calibrate(
         bad, good = good, widen(good, towards_good_up)
         searched = [min(searched[0], good), max(searched[1], good)]
     else:
+        failed = "" if not failures else f"; the accountant could not answer at {', '.join(failures[:3])}"
         raise SearchRangeError(
             f"calibrate found no parameter meeting epsilon <= {epsilon} at delta = {delta} in "
-            f"[{searched[0]:.6g}, {searched[1]:.6g}] (domain {domain})."
+            f"[{searched[0]:.6g}, {searched[1]:.6g}] (domain {domain}){failed}."
         )
     for _ in range(_MAX_EXPANSIONS):
         if not feasible(bad):
@@ -119,6 +149,13 @@ def calibrate(
             good = mid
         else:
             bad = mid
+    if good in estimated:
+        warnings.warn(
+            f"calibrate: the parameter {good:.6g} meets epsilon <= {epsilon} at delta = {delta} only by an estimate "
+            "of the accountant, not a proven upper bound; calibrate with RDPAccountant for a proven result.",
+            EstimateWarning,
+            stacklevel=2,
+        )
     return float(good)
 
 

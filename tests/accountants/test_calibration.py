@@ -94,3 +94,40 @@ def test_target_met_everywhere_in_the_domain_is_reported():
 def test_bad_calibration_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         calibrate_gaussian_sigma(**kwargs)
+
+
+# ------------------------------------------------------------------ issue 12: calibration says what it rests on
+def test_calibration_on_estimates_warns_and_on_proofs_does_not():
+    import warnings
+
+    from accountants import FourierAccountant
+    from mechanisms import EstimateWarning, GaussianMechanism, PoissonSubsampled
+
+    def family(sigma):
+        return PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=0.01)
+
+    with pytest.warns(EstimateWarning, match="only by an estimate"):
+        calibrate(family, 1.0, 1e-5, count=10, accountant=FourierAccountant, rtol=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        calibrate(lambda s: GaussianMechanism(sigma=s), 1.0, 1e-5, accountant=FourierAccountant, rtol=1e-3)
+        calibrate(family, 1.0, 1e-5, count=10, rtol=1e-2)
+
+
+def test_probes_the_accountant_cannot_answer_count_as_infeasible():
+    from mechanisms import GaussianMechanism, NumericalError
+
+    class Fragile(RDPAccountant):
+        """Fails below sigma 0.7, like a Fourier accountant given too little noise."""
+
+        def epsilon_report(self, delta):
+            if any(m.sigma < 0.7 for m, _ in self.ledger):
+                raise NumericalError("too little noise")
+            return super().epsilon_report(delta)
+
+    sigma = calibrate(lambda s: GaussianMechanism(sigma=s), 50.0, 1e-5, accountant=Fragile)
+    assert sigma >= 0.7  # the loosest answerable probe, never one that failed
+    assert RDPAccountant().compose(GaussianMechanism(sigma=sigma)).get_epsilon(1e-5) <= 50.0
+    with pytest.raises(SearchRangeError, match="could not answer at"):
+        calibrate(lambda s: GaussianMechanism(sigma=s), 1.0, 1e-5, accountant=Fragile, domain=(0.0, 0.6),
+                  initial=(0.1, 0.5))
