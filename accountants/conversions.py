@@ -13,13 +13,37 @@ For an (alpha, r)-RDP guarantee (``r`` upper-bounds both directions of the diver
 * total variation: ``delta(epsilon) <= delta(0) = TV <= sqrt(1 - exp(-KL)) <= sqrt(1 - exp(-r))`` at any order
   (Bretagnolle & Huber 1979; the Renyi divergence is non-decreasing in the order, so ``r >= KL``).
 
-Every candidate is a valid upper bound; the optimisers return the smallest one found together with its order.
+Every candidate is a valid upper bound *after all floating-point error*: each is the float64 evaluation plus a
+proven bound on its rounding error, the sum rounded and then moved up one float (which covers the rounding of
+the sum) (directed rounding by error analysis). The
+error model is that of :mod:`mechanisms._logmath` (round-to-nearest arithmetic with unit roundoff
+``u = EPS / 2``; ``log``, ``log1p`` within one ulp, i.e. a relative error of at most ``EPS``). With
+``d = alpha - 1`` (exact for ``alpha < 2^53``, else within ``u``), ``L = log(delta)``, ``la = log(alpha)``,
+``T2 = log(1 - 1/alpha)`` (``log(d/alpha)`` below order 2, ``log1p(-1/alpha)`` above, both within
+``2 EPS |T2|``) and ``T3 = S / d`` with ``S = log(delta alpha)`` (one logarithm of the product where that is a
+normal float: error at most ``u + EPS |S|``, ``e_S = 1/2 + |S|``; else ``L + la``, ``e_S = |L| + la + |S|/2``),
+the absolute errors are at most
+
+* improved epsilon ``r + T2 - T3``: ``EPS (|r| + 3 |T2| + 2 |T3| + e_S / d)`` (``T3``: ``EPS e_S / d`` from
+  ``S``, ``u |T3|`` from the division and ``u |T3|`` from ``d``; the two additions ``u |r + T2| + u |result|``);
+* classic epsilon ``r - L/d``: ``EPS (|r| + 3 |L| / d)``;
+* improved log delta ``d (w + T2) - la`` with ``w = r - epsilon``, ``z = w + T2``:
+  ``EPS (d (|w| + 2 |T2| + 2 |z|) + la + |result|)``;
+* classic log delta ``d w``: ``EPS (2 d |w| + |result|)``;
+
+(the inputs ``r``, ``delta``, ``epsilon`` and the orders are taken as exact). The slack is a few ulps of the
+largest term, not a percentage: just under the pure epsilon, where the improved candidate is ``r`` plus a tiny
+correction, it is about two ulps of ``r`` (rounding to nearest there was one ulp below the exact value).
+A log delta that overflows to ``-inf`` from finite inputs is returned as ``-1.8e308`` (the exact value is below
+it), never as an exact zero delta. The optimisers return the smallest candidate found together with its order.
 """
 
 import dataclasses
 import enum
 
 import numpy as np
+
+from mechanisms import _logmath
 
 __all__ = [
     "Conversion",
@@ -37,32 +61,84 @@ class Conversion(enum.Enum):
     CLASSIC = "classic (Mironov 2017, Prop 3)"
 
 
-def epsilon_candidates(orders, rdp, delta, conversion=Conversion.IMPROVED):
-    """Epsilon at each order (finite orders only; order inf is handled by the caller).
+def _log_one_minus_inverse(a, d):
+    """``(T2, |error bound| / EPS)`` for ``T2 = log(1 - 1/alpha)``: ``log(d / alpha)`` below order 2 (``d`` is
+    exact, no cancellation), ``log1p(-1/alpha)`` above (argument in [-1/2, 0), condition at most 2)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t2 = np.where(a < 2.0, np.log(d / a), np.log1p(-1.0 / a))
+    return t2, 2.0 * np.abs(t2)
 
-    Negative candidates are valid (epsilon = 0 then holds) and are returned as they are.
+
+def _add_slack(value, error_bound):
+    """``value + error_bound`` rounded to nearest, then one float up: at or above ``value + error_bound``
+    (rounding moves it down by at most half a spacing, the step up adds a full one), hence at or above the exact
+    value when ``|value - exact| <= error_bound``. The bounds in the module docstring round their coefficients
+    up, which also covers the second-order products of errors."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        up = value + error_bound
+    return np.nextafter(up, np.inf)
+
+
+def epsilon_candidates(orders, rdp, delta, conversion=Conversion.IMPROVED):
+    """Epsilon at each order (finite orders only; order inf is handled by the caller), rounded up.
+
+    ``r + log(1 - 1/alpha) - (log(delta) + log(alpha)) / (alpha - 1)`` (improved; Balle et al. 2020, Thm 21) or
+    ``r + log(1/delta) / (alpha - 1)`` (classic; Mironov 2017, Prop 3), each plus its rounding-error bound
+    (module docstring): an upper bound on epsilon at that order. Negative candidates are valid (epsilon = 0
+    then holds) and are returned as they are.
     """
     a = np.asarray(orders, dtype=np.float64)
     r = np.asarray(rdp, dtype=np.float64)
-    log_delta = np.log(delta)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    log_delta = float(np.log(delta))
+    eps = _logmath.EPS
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        d = a - 1.0
         if conversion is Conversion.CLASSIC:
-            eps = r - log_delta / (a - 1.0)
+            t3 = log_delta / d
+            value = r - t3
+            bound = eps * (np.abs(r) + 3.0 * np.abs(t3))
         else:
-            eps = r + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / (a - 1.0)
-    return np.where(np.isinf(r), np.inf, eps)
+            t2, t2_err = _log_one_minus_inverse(a, d)
+            # log(delta alpha) in one logarithm where the product is a normal float (error u + EPS |s|, no
+            # cancellation between log(delta) and log(alpha)), else as the sum (error EPS (|L| + la) + u |s|)
+            product = delta * a
+            direct = (product > 2.0**-1000) & (product < 2.0**1000)
+            s_direct = np.log(np.where(direct, product, 1.0))
+            la = np.log(a)
+            s_sum = log_delta + la
+            log_da = np.where(direct, s_direct, s_sum)
+            s_err = np.where(direct, 0.5 + np.abs(s_direct), abs(log_delta) + la + 0.5 * np.abs(s_sum))
+            t3 = log_da / d
+            value = r + t2 - t3
+            bound = eps * (np.abs(r) + t2_err + np.abs(t2) + 2.0 * np.abs(t3) + s_err / d)
+        out = _add_slack(value, bound)
+    return np.where(np.isinf(r), np.inf, out)
 
 
 def log_delta_candidates(orders, rdp, epsilon, conversion=Conversion.IMPROVED):
-    """log(delta) at each finite order for the given epsilon (may exceed 0, meaning no information)."""
+    """log(delta) at each finite order for the given epsilon (may exceed 0, meaning no information), rounded up.
+
+    ``(alpha - 1)(r - epsilon + log(1 - 1/alpha)) - log(alpha)`` (improved; Balle et al. 2020, Thm 21) or
+    ``(alpha - 1)(r - epsilon)`` (classic; Mironov 2017, Prop 3), each plus its rounding-error bound (module
+    docstring). An overflow to ``-inf`` from finite inputs gives ``-1.8e308``.
+    """
     a = np.asarray(orders, dtype=np.float64)
     r = np.asarray(rdp, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
+    eps = _logmath.EPS
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        d = a - 1.0
+        w = r - epsilon
         if conversion is Conversion.CLASSIC:
-            log_delta = (a - 1.0) * (r - epsilon)
+            log_delta = d * w
+            bound = eps * (2.0 * d * np.abs(w) + np.abs(log_delta))
         else:
-            log_delta = (a - 1.0) * (r - epsilon + np.log1p(-1.0 / a)) - np.log(a)
-    return np.where(np.isinf(r), np.inf, log_delta)
+            la = np.log(a)
+            t2, t2_err = _log_one_minus_inverse(a, d)
+            z = w + t2
+            log_delta = d * z - la
+            bound = eps * (d * (np.abs(w) + t2_err + 2.0 * np.abs(z)) + la + np.abs(log_delta))
+        out = np.where(log_delta == -np.inf, -np.finfo(np.float64).max, _add_slack(log_delta, bound))
+    return np.where(np.isinf(r), np.inf, out)
 
 
 @dataclasses.dataclass(frozen=True)

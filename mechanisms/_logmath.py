@@ -1,12 +1,42 @@
 """Log-space helpers shared by the mechanisms and accountants (thesis Remark 2.3.8).
 
 Small probabilities are carried as logarithms; sums with signs are carried as (log magnitude, sign) pairs.
+
+Directed rounding (DESIGN.md privacy rule 11: every upper bound is rounded up after all float error):
+
+* :func:`ratio_up` and :func:`mul_up` are *exact*: the result is the smallest float64 at or above the exact
+  rational value (``fractions.Fraction`` for a scalar ratio; Dekker's error-free product for arrays);
+* :func:`round_up` turns a value computed with a proven relative error bound into a float at or above the exact
+  value;
+* :func:`expm1_minus_linear` evaluates ``e^y - 1 - y`` without cancellation, with a stated error bound.
+
+Error model used by every analysis in the package: IEEE binary64 round-to-nearest (unit roundoff
+``u = 2^-53 = eps / 2``) for ``+ - * /``; ``exp``, ``expm1``, ``log``, ``log1p`` of the platform's libm within
+one ulp (glibc documents at most 1 ulp for these on x86-64), i.e. a relative error of at most ``eps``.
 """
+
+import fractions
+import math
 
 import numpy as np
 from scipy import special
 
-__all__ = ["log_binom", "log_expm1", "log1p_exp", "signed_logsumexp", "ROUNDING"]
+__all__ = [
+    "log_binom",
+    "log_expm1",
+    "log1p_exp",
+    "signed_logsumexp",
+    "ROUNDING",
+    "EPS",
+    "ratio_up",
+    "fraction_up",
+    "mul_up",
+    "round_up",
+    "expm1_minus_linear",
+]
+
+#: float64 machine epsilon ``2^-52`` (twice the unit roundoff).
+EPS = float(np.finfo(np.float64).eps)
 
 #: Relative slack added before a logarithm whenever a sum of several float64 terms must be rounded up.
 ROUNDING = 64 * np.finfo(np.float64).eps
@@ -47,3 +77,101 @@ def log1p_exp(x):
 def signed_logsumexp(log_abs, sign, axis=None):
     """``(log |sum|, sign of sum)`` of ``sign * exp(log_abs)`` along ``axis`` (thesis Remark 2.3.8)."""
     return special.logsumexp(log_abs, axis=axis, b=sign, return_sign=True)
+
+
+def ratio_up(numerator, denominator):
+    """The smallest float64 at or above the exact ratio ``numerator / denominator`` of two finite floats.
+
+    Computed in exact rational arithmetic (``fractions.Fraction``; Python's ``float(Fraction)`` rounds to
+    nearest), then moved up one float if the nearest float lies below the exact value. Underflow gives the
+    smallest positive subnormal, never 0 for a positive ratio; overflow gives ``inf``.
+    """
+    return fraction_up(fractions.Fraction(float(numerator)) / fractions.Fraction(float(denominator)))
+
+
+def fraction_up(exact):
+    """The smallest float64 at or above the rational number ``exact`` (a ``fractions.Fraction``)."""
+    try:
+        value = float(exact)
+    except OverflowError:
+        return float("inf") if exact > 0 else -float("inf")
+    if fractions.Fraction(value) < exact:
+        value = float(np.nextafter(value, np.inf))
+    return value
+
+
+_SPLITTER = 134217729.0  # 2^27 + 1 (Dekker / Veltkamp splitting)
+
+
+def _split(a):
+    c = _SPLITTER * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def mul_up(a, b):
+    """The smallest float64 at or above the exact product ``a * b`` (elementwise, broadcast).
+
+    Dekker's TwoProduct gives the exact rounding error ``e = a b - fl(a b)`` when no intermediate overflows or
+    underflows (checked: ``|a|, |b| < 2^995`` and ``|fl(a b)| > 2^-900``); the result is ``fl(a b)`` if
+    ``e <= 0`` and the next float up otherwise. Outside that range the next float up is returned whenever the
+    product can be inexact: round-to-nearest is within half a spacing, so the next float up is at or above
+    the exact value (also for subnormals). ``inf`` stays ``inf``; an exact 0 stays 0.
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = a * b
+        safe = (np.abs(a) < 2.0**995) & (np.abs(b) < 2.0**995) & (np.abs(p) > 2.0**-900) & np.isfinite(p)
+        a_s, b_s = np.where(safe, a, 1.0), np.where(safe, b, 1.0)
+        p_s = a_s * b_s
+        ah, al = _split(a_s)
+        bh, bl = _split(b_s)
+        err = (((ah * bh - p_s) + ah * bl) + al * bh) + al * bl
+    inexact_possible = ~safe & np.isfinite(p) & (a != 0) & (b != 0)
+    bump = (safe & (err > 0)) | inexact_possible
+    return np.where(bump, np.nextafter(p, np.inf), p)[()]
+
+
+def round_up(value, ulps):
+    """A float at or above the exact value ``x`` of which ``value`` is a float64 evaluation.
+
+    Requires ``|value - x| <= (ulps - 1) * EPS * |x| + 2^-1074`` (a relative error bound of ``ulps - 1``
+    machine epsilons, plus at most one subnormal spacing lost to underflow). Returns
+    ``value + ulps * EPS * |value|`` rounded, then moved up two floats: with ``|value| >= |x| (1 - (ulps - 1)
+    EPS)``, the added slack exceeds ``(ulps - 1) EPS |x|`` by more than the rounding of the addition, and the
+    two steps up cover the absolute part. ``inf`` stays ``inf``.
+    """
+    v = np.asarray(value, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        up = v + np.abs(v) * (ulps * EPS)
+    up = np.where(np.isfinite(v), np.nextafter(np.nextafter(up, np.inf), np.inf), v)
+    return up[()]
+
+
+# Taylor coefficients 1/(k + 2)! of (e^y - 1 - y) / y^2, each the float nearest to the exact rational.
+_E2_COEFFICIENTS = [float(fractions.Fraction(1, math.factorial(k + 2))) for k in range(17)]
+
+
+def expm1_minus_linear(y):
+    """``E2(y) = e^y - 1 - y >= 0`` for real ``y`` (elementwise), with relative error at most ``13 EPS`` for
+    ``y <= 2`` in the error model of this module (inputs taken as exact).
+
+    * ``|y| <= 1/2``: ``y^2 sum_{k=0}^{16} y^k / (k + 2)!`` by Horner. The remainder is below
+      ``0.5^17 / 19! / (1 - 0.5/20) < 1e-22`` relative to the sum (which is at least ``(e^-0.5 - 0.5) / 0.25 >
+      0.426``); Horner's error is at most ``gamma_32 * sum |c_k| |y|^k / |p(y)| <= 32 u * 1.40`` (the ratio is
+      ``(e^0.5 - 1.5) / (e^-0.5 - 0.5) = 1.40`` at worst), plus the coefficient and the two final
+      multiplications: at most ``12 EPS`` in all;
+    * ``|y| > 1/2``: ``expm1(y) - y``, whose condition ``(|expm1 y| + |y|) / E2(y)`` is at most 8.4 there
+      (at ``y = -1/2``), so the error is at most ``8.4 EPS + u``.
+
+    For ``y > 2`` the same formulas hold with the relative error of ``expm1``; overflow gives ``inf``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    small = np.abs(y) <= 0.5
+    ys = np.where(small, y, 0.0)
+    poly = np.full(ys.shape, _E2_COEFFICIENTS[-1])
+    for c in reversed(_E2_COEFFICIENTS[:-1]):
+        poly = poly * ys + c
+    with np.errstate(over="ignore", invalid="ignore"):
+        big = np.expm1(np.where(small, 1.0, y)) - np.where(small, 1.0, y)
+    return np.where(small, ys * ys * poly, big)[()]

@@ -1,10 +1,11 @@
 """The Gaussian mechanism (Mironov 2017, Prop 7; thesis Sec 2.4)."""
 
 import dataclasses
+import fractions
 
 import numpy as np
 
-from mechanisms import _validate, privacy_loss
+from mechanisms import _logmath, _validate, privacy_loss
 from mechanisms.base import Mechanism
 
 __all__ = ["GaussianMechanism"]
@@ -16,6 +17,21 @@ class GaussianMechanism(Mechanism):
 
     RDP (exact, add-or-remove-one): ``epsilon(alpha) = alpha * sensitivity^2 / (2 sigma^2)`` (Mironov 2017,
     Prop 7); no pure-DP guarantee (``inf`` at alpha = inf).
+
+    Rounding: the returned value is at or above the exact value at every order in (1, inf), and at most two
+    floats above it. ``c = sensitivity^2 / (2 sigma^2)`` is rounded up once in exact rational arithmetic
+    (:func:`~mechanisms._logmath.fraction_up`), and ``alpha * c`` is rounded up with an error-free product
+    (:func:`~mechanisms._logmath.mul_up`); no cancellation occurs, also for orders near 1, and a ``c`` below
+    the smallest float is the smallest positive float, never 0.
+
+    Pearson-Vajda condition (thesis condition (2.2), needed by the tight subsampling bound of thesis
+    Thm 2.3.4): **holds**. For neighbouring inputs the output pair is ``(N(f(X), sigma^2 I), N(f(X'), sigma^2
+    I))``; the likelihood ratio depends only on the projection onto ``f(X) - f(X')``, so every divergence equals
+    that of the one-dimensional pair ``(N(sqrt(s), 1), N(0, 1))`` with ``sqrt(s) = ||f(X) - f(X')||_2 / sigma``
+    (reflection and translation map the reversed pair to the same form). Thesis Thm 2.5.5 (proof of Prop
+    2.3.6) shows ``E_mu[(pi/mu - 1)^l] >= 0`` for every odd ``l`` and every ``s >= 0``: the expression is 0 at
+    ``s = 0`` and its derivative in ``s`` is ``l (l - 1)/2 E_mu[(pi/mu)^2 (pi/mu - 1)^(l-2)]``, which is at least
+    ``l (l - 1)/2 E_mu[(pi/mu - 1)^(l-2)] >= 0`` by thesis Lemma 2.5.4 and induction over odd ``l``.
 
     Examples
     --------
@@ -40,7 +56,12 @@ class GaussianMechanism(Mechanism):
         return self.sigma / self.sensitivity
 
     def _rdp(self, orders):
-        return np.where(np.isinf(orders), np.inf, orders / (2.0 * self.noise_multiplier**2))
+        return np.where(np.isinf(orders), np.inf, _logmath.mul_up(orders, self._rdp_slope()))
+
+    def _rdp_slope(self):
+        """``sensitivity^2 / (2 sigma^2)`` rounded up, in exact rational arithmetic."""
+        exact = fractions.Fraction(self.sensitivity) ** 2 / (2 * fractions.Fraction(self.sigma) ** 2)
+        return _logmath.fraction_up(exact)
 
     def _log_mgf(self, s):
         """Pair (N(sensitivity, sigma^2), N(0, sigma^2)): ``L ~ N(mu^2/2, mu^2)``, ``mu = 1/noise_multiplier``."""

@@ -1,10 +1,11 @@
 """The Laplace mechanism (Mironov 2017, Prop 6; thesis Sec 2.4)."""
 
 import dataclasses
+import fractions
 
 import numpy as np
 
-from mechanisms import _validate, privacy_loss
+from mechanisms import _logmath, _validate, privacy_loss
 from mechanisms.base import Mechanism
 
 __all__ = ["LaplaceMechanism"]
@@ -19,7 +20,38 @@ class LaplaceMechanism(Mechanism):
         epsilon(alpha) = log( alpha/(2 alpha - 1) * exp((alpha - 1)/lam)
                               + (alpha - 1)/(2 alpha - 1) * exp(-alpha/lam) ) / (alpha - 1)
 
-    and ``epsilon(inf) = 1 / lam`` (pure DP). Evaluated with ``logaddexp`` so large orders do not overflow.
+    and ``epsilon(inf) = 1 / lam`` (pure DP).
+
+    Rounding (every returned value is at or above the exact value, at every order in (1, inf]): with
+    ``t = 1 / lam`` rounded up exactly (:func:`~mechanisms._logmath.ratio_up`; the RDP increases with ``t``)
+    and ``d = alpha - 1`` (exact in float64 for ``alpha < 2^53``), the argument of the logarithm is ``1 + x``
+    with the first-order terms cancelled analytically::
+
+        x = (alpha E2(d t) + d E2(-alpha t)) / (2 alpha - 1),    E2(y) = e^y - 1 - y >= 0,
+
+    since ``alpha (e^(d t) - 1) + d (e^(-alpha t) - 1) = alpha E2(d t) + d E2(-alpha t) + alpha d t -
+    d alpha t``. Both terms are non-negative, so nothing cancels, also for orders within 1e-12 of 1 (the
+    former form ``alpha expm1(d t) + (alpha - 1) expm1(-alpha t)`` with ``1 - 1/alpha`` rounded lost 5.6e-5 of
+    the value at scale 5516, order 1 + 5e-9). Error bound (model of :mod:`mechanisms._logmath`): for
+    ``d t <= 2``, ``E2`` has relative error at most ``13 EPS`` plus its condition ``|y E2'(y) / E2(y)| <= 2.9``
+    times the rounding ``u`` of ``y``; three more roundings in ``x``, ``log1p`` (condition at most 1, plus
+    ``EPS``) and the division by ``d``: at most ``18 EPS`` in all. For ``d t > 2`` the value is
+    ``logaddexp(d t - log(2 - 1/alpha), log(d) - log(2 alpha - 1) - alpha t) / d``: the logarithm is at least
+    ``d t - log 2 > 1.3`` and its absolute error at most ``EPS (d t / 2 + 5)``, at most ``8 EPS`` relative.
+    The value is rounded up by :func:`~mechanisms._logmath.round_up` with 32 ulps, then clipped to ``t``
+    (``epsilon(alpha) <= epsilon(inf) = t``). Above order ``2^53``, ``d`` and ``2 alpha - 1`` carry a rounding
+    of ``u`` each, which the 32-ulp margin also covers. For ``t < 2^-400`` (where ``E2`` would underflow) the
+    zCDP bound ``alpha t^2 / 2`` is used, rounded up: a ``t``-DP mechanism is ``t^2/2``-zCDP (Bun & Steinke
+    2016, Prop 1.4), and there it matches the exact value to relative ``O(alpha t)``.
+
+    Pearson-Vajda condition (thesis condition (2.2), needed by the tight subsampling bound of thesis
+    Thm 2.3.4): **holds** for the mechanism's pair ``(Laplace(s, scale), Laplace(0, scale))`` with any shift
+    ``|s| <= sensitivity`` (a scalar query; for vector queries thesis Remark 2.5.7 argues coordinatewise).
+    Thesis Thm 2.5.6 (proof of Prop 2.3.6): ``f(s) = E_mu[(pi/mu - 1)^l]`` is 0 at ``s = 0``; its
+    subderivative in ``s`` is non-negative for ``s > 0`` and non-positive for ``s < 0``, because on
+    ``[s, inf)`` the integrand compares ``(e^(s/lam) - 1)^(l-1)`` with ``(e^(-s/lam) - 1)^(l-1)`` and on
+    ``[0, s]`` with ``(e^((s - 2u)/lam) - 1)^(l-1)``, and ``e^v - 1 >= 1 - e^(-v) >= 1 - e^(-w)`` for
+    ``0 <= w <= v`` (``l - 1`` is even). Hence ``f(s) >= 0`` for every ``s`` and both orderings of the pair.
 
     Examples
     --------
@@ -39,24 +71,29 @@ class LaplaceMechanism(Mechanism):
         )
 
     def _rdp(self, orders):
-        # With weights alpha/(2 alpha - 1) and (alpha - 1)/(2 alpha - 1) summing to one, the argument of the log
-        # is 1 + X, X = [alpha expm1((alpha-1) t) + (alpha-1) expm1(-alpha t)] / (2 alpha - 1) >= 0. The two
-        # parts cancel to first order in t, so X is rounded up by the float64 error of its parts.
-        t = self.sensitivity / self.scale
-        a = np.where(np.isinf(orders), 2.0, orders)
-        inv_a = 1.0 / a
-        with np.errstate(over="ignore", invalid="ignore"):
-            up = np.expm1((a - 1.0) * t) / (2.0 - inv_a)
-            down = (1.0 - inv_a) * np.expm1(-a * t) / (2.0 - inv_a)
-            x = up + down + 4 * np.finfo(np.float64).eps * (np.abs(up) + np.abs(down))
-            small = np.log1p(np.maximum(x, 0.0)) / (a - 1.0)
-            # large (alpha - 1) t: log(alpha/(2 alpha - 1)) + (alpha - 1) t + log1p(...) without overflow
-            log_big = np.logaddexp(-np.log(2.0 - inv_a) + (a - 1.0) * t,
-                                   np.log1p(-inv_a) - np.log(2.0 - inv_a) - a * t)
-            large = log_big / (a - 1.0)
-        finite = np.where((a - 1.0) * t < 30.0, small, large) * (1.0 + 8 * np.finfo(np.float64).eps)
-        finite = np.where(a > 1e15, t, finite)
-        return np.where(np.isinf(orders), t, np.clip(finite, 0.0, t))
+        t = _logmath.ratio_up(self.sensitivity, self.scale)
+        pure = np.isinf(orders)
+        a = np.where(pure, 2.0, orders)  # a placeholder order where the value is t
+        d = a - 1.0  # exact below 2^53, else within u
+        if t < 2.0**-400:  # t-DP implies t^2/2-zCDP (Bun & Steinke 2016, Prop 1.4)
+            slope = _logmath.fraction_up(fractions.Fraction(t) ** 2 / 2)
+            return np.where(pure, t, np.minimum(_logmath.mul_up(a, slope), t))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            dt = d * t
+            near = dt <= 2.0
+            a_n, d_n = np.where(near, a, 2.0), np.where(near, d, 1.0)
+            x = (a_n * _logmath.expm1_minus_linear(d_n * t) + d_n * _logmath.expm1_minus_linear(-a_n * t)) / (
+                2.0 * a_n - 1.0
+            )
+            small = np.log1p(x) / d_n
+            a_f, d_f = np.where(near, 2.0, a), np.where(near, 1.0, d)
+            log_big = np.logaddexp(
+                d_f * t - np.log(2.0 - 1.0 / a_f), np.log(d_f) - np.log(2.0 * a_f - 1.0) - a_f * t
+            )
+            large = log_big / d_f
+        value = _logmath.round_up(np.where(near, small, large), 32)
+        value = np.minimum(value, t)
+        return np.where(pure, t, value)
 
     def _log_mgf(self, s):
         """Pair (Laplace(sensitivity, scale), Laplace(0, scale)); closed form in :mod:`mechanisms.privacy_loss`."""
