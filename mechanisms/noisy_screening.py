@@ -36,144 +36,244 @@ import math
 import numpy as np
 from scipy import special
 
-from mechanisms import _validate
+from mechanisms import _logmath, _validate
 from mechanisms.base import Mechanism
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.subsampled import PoissonSubsampled
 
 __all__ = ["NoisyScreening", "DataDependentScreening", "SubsampledScreening", "subsampled_screening"]
 
-#: Relative slack that rounds every returned RDP value up. The float64 evaluation error of the Bernoulli
-#: Renyi divergence below is about ``1e-16 * (1 + |log p| / |log p - log q|)`` relative; the tests check the
-#: values against a 50-digit mpmath brute force over every plurality to 1e-11.
+#: Relative slack for the float64 *evaluation* of the Bernoulli Renyi divergence from given log-quantities
+#: (every step is a sum of non-negative terms in log space; the measured evaluation error is below 1e-13,
+#: tested against a 50-digit mpmath brute force). The error of the *inputs* (normal tail probabilities and
+#: their log-ratios) is propagated separately, per pair and order (:func:`bernoulli_renyi_upper`).
 _RELATIVE_SLACK = 1e-11
+#: Bound on the absolute error of ``log Phi(z)`` as computed by :func:`_log_cdf` (``log_ndtr`` at the rounded
+#: ``z`` plus the first-order correction for the rounding of ``z``), in units of ``EPS * max(1, |log Phi|)``:
+#: scipy's ``log_ndtr`` was measured within 2.4 of these units against mpmath over z in [-3000, 40]
+#: (tests/mechanisms/test_rdp_rounding.py checks :func:`_log_cdf` against mpmath to these 4 units); this is an
+#: assumption on scipy (as ``erf`` and ``erfcx`` within two ulps are), stated and tested, not a proof.
+_LOG_NDTR_ULPS = 4.0
 #: Work arrays hold at most this many (order, pair) entries at a time.
 _CHUNK = 1 << 20
+_EPS = _logmath.EPS
+_ROOT2 = math.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _z(t, threshold, sigma):
+    """``(z, dz)``: ``z = fl((t - T) / sigma)`` and ``dz``, the exact residual ``(t - T)/sigma - z`` to first
+    order (TwoSum for ``t - T``, Dekker's TwoProduct for ``z sigma``)."""
+    t = np.asarray(t, dtype=np.float64)
+    a = t - threshold
+    bb = a - t
+    a_err = (t - (a - bb)) + (-threshold - bb)  # TwoSum: a + a_err = t - T exactly
+    z = a / sigma
+    p, e = _logmath.two_product(z, sigma)
+    with np.errstate(invalid="ignore"):
+        dz = np.where(np.abs(p) > 2.0**-900, ((a - p) - e + a_err) / sigma, 0.0)
+    return z, dz
+
+
+def _log_cdf(z, dz):
+    """``log Phi(z + dz)`` to first order in ``dz``: ``log_ndtr(z) + dz phi(z) / Phi(z)``."""
+    base = special.log_ndtr(z)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mills = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - base)
+        corr = np.where(dz == 0.0, 0.0, mills * dz)
+    return base + np.where(np.isfinite(corr), corr, 0.0)
+
+
+def _log_error(log_values):
+    """Absolute error bound of :func:`_log_cdf` values (see ``_LOG_NDTR_ULPS``)."""
+    return _LOG_NDTR_ULPS * _EPS * np.maximum(1.0, np.abs(log_values))
 
 
 def _log_pass(t, threshold, sigma):
-    """``(log P[N(t, sigma^2) > T], log P[N(t, sigma^2) <= T])`` by ``log_ndtr`` (no cancellation)."""
-    z = (np.asarray(t, dtype=np.float64) - threshold) / sigma
-    return special.log_ndtr(z), special.log_ndtr(-z)
+    """``(log P[N(t, sigma^2) > T], log P[N(t, sigma^2) <= T])`` by ``log_ndtr`` (no cancellation), corrected
+    for the rounding of ``z``."""
+    z, dz = _z(t, threshold, sigma)
+    return _log_cdf(z, dz), _log_cdf(-z, -dz)
 
 
-#: Series region of :func:`_log_h1`: ``|alpha v| <= 1.5`` and ``|v| <= 0.5``.
-_SERIES_LIMIT = 1.5
-_SERIES_MAX_V = 0.5
+def _log_cdf_ratio(t_a, t_b, threshold, sigma, s):
+    """``(ell, error)``: ``ell = log Phi(s z_a) - log Phi(s z_b)`` (``s = +-1``, ``z = (t - T)/sigma``) and a
+    bound on its absolute error, without cancellation.
 
-
-def _series_terms(v_max):
-    """Number of terms after which ``sum_n C(alpha, n) v^n`` (``|alpha v| <= 1.5``) has a remainder below
-    1e-18 of its leading term: the term ratio is at most ``(1.5 + n v_max) / (n + 1)``."""
-    n, product = 2, 1.0
-    while product > 1e-18 and n < 400:
-        product *= (_SERIES_LIMIT + n * v_max) / (n + 1)
-        n += 1
-    return n
-
-
-def _log_h1(alpha, log_abs_v, sign_v):
-    """``log h1(v)``, ``h1(v) = (1 + v)^alpha - 1 - alpha v >= 0`` for ``v >= -1``, ``alpha > 1``; -inf at 0.
-
-    ``v`` is given as ``(log |v|, sign v)``. Small ``v``: ``h1 = v^2 sum_{n>=2} C(alpha, n) v^(n-2)`` (the first
-    order cancels analytically; ``v^2`` stays in log space); larger positive ``v``:
-    ``alpha log1p(v) + log1p(-(1 + alpha v) (1 + v)^(-alpha))`` (the bracket is < 1 by Bernoulli's inequality);
-    larger negative ``v``: ``alpha |v| + expm1(alpha log1p(v))`` directly (at most a factor 2 cancels).
+    * both ``s z <= 0`` (one lower tail): ``log Phi(z) = log(erfcx(-z/sqrt 2) / 2) - z^2/2``, so
+      ``ell = log erfcx(x_a) - log erfcx(x_b) - (t_a - t_b)(t_a + t_b - 2T) / (2 sigma^2)``: the quadratic part
+      comes from the integers ``t`` directly (relative error ``2 EPS``), ``log erfcx`` varies slowly
+      (``|d log erfcx(x) / dx| <= min(1.13, 1/x)``): error ``EPS (8 + 2 |quad| + |le_a| + |le_b| + |ell|)``,
+      where two ``log_ndtr`` values far out in the tail (``log Phi`` of -1e4) would lose ``EPS |log Phi|``;
+    * both ``s z > 0`` (``Phi`` near 1): ``ell = log1p(w)``, ``w = -u_b expm1(ell_u) / (1 - u_b)`` with
+      ``u = Phi(-s z)`` the upper tails and ``ell_u = log u_a - log u_b`` from the first case;
+    * straddling 0: ``ell = log1p(w)``, ``w = (Phi(s z_a) - Phi(s z_b)) / Phi(s z_b)`` by ``erf`` (the two erf
+      values have opposite signs, no cancellation) while ``w >= -1/2``; else the plain difference of the two
+      logarithms (``|ell| > log 2``).
     """
-    shape = np.broadcast_shapes(np.shape(alpha), np.shape(log_abs_v))
-    alpha = np.broadcast_to(alpha, shape)
-    sg = np.broadcast_to(sign_v, shape)
-    # v >= -1: a rounded |v| slightly above 1 on the negative side (1 - q of 1e-261) is clamped to 1
-    la = np.where(sg < 0, np.minimum(log_abs_v, 0.0), log_abs_v)
-    out = np.full(shape, -np.inf)
+    t_a, t_b = np.broadcast_arrays(np.asarray(t_a, dtype=np.float64), np.asarray(t_b, dtype=np.float64))
+    za, dza = _z(t_a, threshold, sigma)
+    zb, dzb = _z(t_b, threshold, sigma)
+    za, dza, zb, dzb = s * za, s * dza, s * zb, s * dzb
+    la, lb = _log_cdf(za, dza), _log_cdf(zb, dzb)
+    ell = la - lb
+    err = _log_error(la) + _log_error(lb) + _EPS * np.abs(ell)
+    quad = (t_a - t_b) * (t_a + t_b - 2.0 * threshold) / (2.0 * sigma * sigma)  # (za^2 - zb^2) / 2
+
+    def lower(xa, xb, q):
+        """``log Phi(xa) - log Phi(xb)`` for ``xa, xb <= 0`` with ``q = (xa^2 - xb^2) / 2`` from the integers."""
+        le_a, le_b = np.log(special.erfcx(-xa / _ROOT2)), np.log(special.erfcx(-xb / _ROOT2))
+        value = (le_a - le_b) - q
+        return value, _EPS * (8.0 + 2.0 * np.abs(q) + np.abs(le_a) + np.abs(le_b) + np.abs(value))
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        low = (za <= 0) & (zb <= 0)
+        if low.any():
+            ell[low], err[low] = lower(za[low], zb[low], quad[low])
+        high = (za > 0) & (zb > 0)
+        if high.any():
+            ell_u, e_u = lower(-za[high], -zb[high], quad[high])  # log u_a - log u_b, u = Phi(-z)
+            log_ub = _log_cdf(-zb[high], -dzb[high])
+            log_1mub = lb[high]
+            # w = -(u_b / (1 - u_b)) expm1(ell_u) in log space (expm1(ell_u) overflows deep in the tail)
+            log_abs_em = np.where(ell_u > 0, _logmath.log_expm1(np.maximum(ell_u, 0.0)),
+                                  np.log(-np.expm1(np.minimum(ell_u, 0.0))))
+            log_abs_w = log_ub - log_1mub + log_abs_em
+            negative = ell_u > 0
+            ell_h = np.where(negative, np.log1p(-np.exp(np.minimum(log_abs_w, 0.0))), np.logaddexp(0.0, log_abs_w))
+            abs_w = np.exp(log_abs_w)
+            # relative error of w: those of u_b and 1 - u_b, and e_u times |d log|expm1(x)| / dx| = e^x / |expm1(x)|
+            rel_w = (_log_error(log_ub) + _log_error(log_1mub) + 3.0 * _EPS
+                     + np.exp(ell_u - log_abs_em) * e_u)
+            ell[high] = ell_h
+            err[high] = abs_w / np.exp(ell_h) * rel_w + 2.0 * _EPS * np.abs(ell_h)
+        mid = ~low & ~high
+        if mid.any():
+            ea, eb = special.erf(za[mid] / _ROOT2), special.erf(zb[mid] / _ROOT2)
+            w = 0.5 * (ea - eb) / np.exp(lb[mid])
+            use = w >= -0.5
+            rel_w = (4.0 * _EPS * (np.abs(ea) + np.abs(eb)) / np.abs(ea - eb) + _log_error(lb[mid]) + 2.0 * _EPS)
+            ell_m, err_m = ell[mid], err[mid]
+            ell_m[use] = np.log1p(w[use])
+            err_m[use] = (np.abs(w) / (1.0 + w) * rel_w + 2.0 * _EPS * np.abs(np.log1p(w)))[use]
+            ell[mid], err[mid] = ell_m, err_m
+    # 2^-1072: the absolute part of the error (underflow of a subnormal ell or of its error bound)
+    return ell, np.where(np.isnan(err), np.inf, err + 2.0**-1072)
+
+
+def _log_h1(alpha, ell):
+    """``(log h1, log kappa)`` with ``h1 = (1 + v)^alpha - 1 - alpha v >= 0`` at ``v = e^ell - 1`` (``alpha > 1``;
+    ``-inf`` at ``ell = 0``), and ``kappa = |d log h1 / d ell|``, the condition number used by the error bound.
+
+    With ``d = alpha - 1``::
+
+        h1 = e^ell [d E2(-ell) + E2(d ell)],    E2(y) = e^y - 1 - y >= 0,
+
+    since ``(1 + v) E2(d ell) = (1 + v)^alpha - (1 + v) - d (1 + v) ell`` and ``(1 + v) d E2(-ell) = d - d (1 + v)
+    + d (1 + v) ell``. Both terms are non-negative, so nothing cancels: not for orders within 1e-12 of 1, not
+    for ``v`` near 0 or near -1 (the former branch ``alpha log1p(v) + log1p(-(1 + alpha v)(1 + v)^-alpha)`` lost
+    2e-4 of the value at order 1 + 1.6e-12). ``ell = -inf`` (``v = -1``): ``h1 = d``.
+    ``kappa = e^ell alpha |expm1(d ell)| / h1`` (``d h1 / d ell = (1 + v) h1'(v)``).
+    """
+    alpha, ell = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(ell, dtype=np.float64))
+    d = alpha - 1.0
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        log_alpha = np.log(alpha)
-        nonzero = sg != 0
-        small = nonzero & (log_alpha + la <= math.log(_SERIES_LIMIT)) & (la <= math.log(_SERIES_MAX_V))
-        pos = nonzero & (sg > 0) & ~small
-        neg = nonzero & (sg < 0) & ~small
-        if pos.any():
-            a_, l_ = alpha[pos], la[pos]
-            top = a_ * np.logaddexp(0.0, l_)  # alpha log(1 + v)
-            log_linear = np.logaddexp(0.0, np.log(a_) + l_)  # log(1 + alpha v) <= top
-            out[pos] = top + np.log1p(-np.exp(np.minimum(log_linear - top, 0.0)))
-        if neg.any():
-            a_, v = alpha[neg], -np.exp(la[neg])  # v in [-1, 0)
-            out[neg] = np.log(-a_ * v + np.expm1(a_ * np.log1p(v)))
-        if small.any():
-            a_, l_ = alpha[small], la[small]
-            v = sg[small] * np.exp(l_)  # may underflow to 0: only the terms n >= 3 vanish then
-            coef = a_ * (a_ - 1.0) / 2.0
-            total = coef.copy()
-            power = np.ones(v.shape)
-            for n in range(3, _series_terms(float(np.exp(l_.max())))):
-                coef = coef * (a_ - (n - 1.0)) / n
-                power = power * v
-                total = total + coef * power
-            out[small] = np.where(total > 0, 2.0 * l_ + np.log(np.where(total > 0, total, 1.0)), -np.inf)
-    return out
+        log_d = np.log(d)
+        x = d * ell
+        inner = np.logaddexp(log_d + _logmath.log_expm1_minus_linear(-ell), _logmath.log_expm1_minus_linear(x))
+        log_h1 = np.where(ell == -np.inf, log_d, ell + inner)
+        log_abs_expm1 = np.where(x > 0, _logmath.log_expm1(np.maximum(x, 0.0)),
+                                 np.log(-np.expm1(np.minimum(x, 0.0))))
+        log_kappa = ell + np.log(alpha) + log_abs_expm1 - log_h1
+        log_kappa = np.where(np.isfinite(log_kappa), log_kappa, math.log(2.0))
+        log_kappa = np.where(ell == -np.inf, -np.inf, log_kappa)
+    return log_h1, log_kappa
 
 
-def _log1p_signed(log_abs_v, sign_v):
-    """``log(1 + v)`` for ``v >= -1`` given as ``(log |v|, sign v)``."""
-    with np.errstate(divide="ignore"):
-        return np.where(sign_v > 0, np.logaddexp(0.0, log_abs_v),
-                        np.where(sign_v < 0, np.log1p(-np.exp(np.minimum(log_abs_v, 0.0))), 0.0))
-
-
-def bernoulli_renyi(orders, log_q, log_1mq, log_abs_delta, sign_delta):
-    """Renyi divergence ``D_alpha(Bern(q + Delta) || Bern(q))`` for every (order, pair).
-
-    Inputs per pair: ``log q``, ``log(1 - q)`` and ``Delta = p - q`` as ``(log |Delta|, sign Delta)``.
-    ``(alpha - 1) D_alpha = log(p^alpha q^(1 - alpha) + (1 - p)^alpha (1 - q)^(1 - alpha))``
-    (Private-kNN Thm 9; Mironov 2017, Prop 5) ``= log1p(S)`` with
-
-    ``S = q h1(Delta / q) + (1 - q) h1(-Delta / (1 - q))``, ``h1(v) = (1 + v)^alpha - 1 - alpha v >= 0``:
-
-    the first-order terms ``+- alpha Delta`` cancel exactly (both outcomes share one ``Delta``), so ``S`` is a
-    sum of two non-negative terms in log space and keeps its relative precision for orders near 1, for pairs
-    a hair apart and for probabilities near 0 or 1. Order inf: ``max(log1p(Delta/q), log1p(-Delta/(1-q)))``.
-    Returns an array ``(len(orders), len(log_q))``, not yet rounded up.
-    """
+def _bernoulli_core(orders, log_q, log_1mq, ell1, ell0):
+    """Values and the internals the error bound needs: ``(values, log S, log kappa1, log kappa0)``."""
     orders = np.asarray(orders, dtype=np.float64).reshape(-1, 1)
-    log_q = np.asarray(log_q, dtype=np.float64)[None, :]
-    log_1mq = np.asarray(log_1mq, dtype=np.float64)[None, :]
-    log_abs_delta = np.asarray(log_abs_delta, dtype=np.float64)[None, :]
-    sign = np.asarray(sign_delta, dtype=np.float64)[None, :]
-    l1, s1 = log_abs_delta - log_q, sign  # v1 = Delta / q
-    l0, s0 = log_abs_delta - log_1mq, -sign  # v0 = -Delta / (1 - q)
-    out = np.empty((orders.shape[0], log_q.shape[1]))
+    log_q, log_1mq, ell1, ell0 = (np.asarray(x, dtype=np.float64)[None, :] for x in (log_q, log_1mq, ell1, ell0))
+    n = log_q.shape[1]
+    out = np.empty((orders.shape[0], n))
+    log_s = np.full((orders.shape[0], n), -np.inf)
+    k1 = np.full((orders.shape[0], n), -np.inf)
+    k0 = np.full((orders.shape[0], n), -np.inf)
     inf = np.isinf(orders[:, 0])
-    out[inf] = np.maximum(_log1p_signed(l1, s1), _log1p_signed(l0, s0))
+    out[inf] = np.maximum(ell1, ell0)
     finite = ~inf
     if finite.any():
         alpha = orders[finite]
-        log_s = np.logaddexp(log_q + _log_h1(alpha, l1, s1), log_1mq + _log_h1(alpha, l0, s0))
-        out[finite] = np.logaddexp(0.0, log_s) / (alpha - 1.0)
+        h1, k1[finite] = _log_h1(alpha, ell1)
+        h0, k0[finite] = _log_h1(alpha, ell0)
+        ls = np.logaddexp(log_q + h1, log_1mq + h0)
+        log_s[finite] = ls
+        d = alpha - 1.0
+        with np.errstate(divide="ignore", over="ignore", under="ignore"):
+            # log1p(S) <= S: below S = e^-40 the value S / d is used (an upper bound, relative excess < S / 2),
+            # so a divergence under 1e-308 is not lost to underflow inside log1p
+            tiny = ls < -40.0
+            out[finite] = np.where(tiny, np.exp(np.where(tiny, ls, 0.0) - np.log(d)), np.logaddexp(0.0, ls) / d)
+    return out, log_s, k1, k0
+
+
+def _bernoulli_terms(orders, log_q, log_1mq, ell1, ell0):
+    """``(log(q h1(ell1)), log((1 - q) h1(ell0)))`` per (finite order, pair); ``-inf`` rows at order inf."""
+    orders = np.asarray(orders, dtype=np.float64).reshape(-1, 1)
+    alpha = np.where(np.isinf(orders), 2.0, orders)
+    log_q, log_1mq, ell1, ell0 = (np.asarray(x, dtype=np.float64)[None, :] for x in (log_q, log_1mq, ell1, ell0))
+    t1 = log_q + _log_h1(alpha, ell1)[0]
+    t0 = log_1mq + _log_h1(alpha, ell0)[0]
+    return np.where(np.isinf(orders), -np.inf, t1), np.where(np.isinf(orders), -np.inf, t0)
+
+
+def bernoulli_renyi(orders, log_q, log_1mq, ell1, ell0):
+    """Renyi divergence ``D_alpha(Bern(p) || Bern(q))`` for every (order, pair), from ``log q``, ``log(1 - q)``
+    and the log-ratios ``ell1 = log(p / q)``, ``ell0 = log((1 - p) / (1 - q))``.
+
+    ``(alpha - 1) D_alpha = log(p^alpha q^(1 - alpha) + (1 - p)^alpha (1 - q)^(1 - alpha))`` (Private-kNN Thm 9;
+    Mironov 2017, Prop 5) ``= log1p(S)`` with
+
+    ``S = q h1(v1) + (1 - q) h1(v0)``, ``v1 = p/q - 1``, ``v0 = (1-p)/(1-q) - 1``, ``h1(v) = (1 + v)^alpha - 1 -
+    alpha v >= 0``: the first-order terms ``alpha (q v1 + (1 - q) v0) = alpha (p - q - (p - q))`` vanish
+    exactly, and ``h1`` is itself a sum of two non-negative terms (:func:`_log_h1`), so ``S`` keeps its
+    relative precision for orders near 1, for pairs a hair apart and for probabilities near 0 or 1.
+    ``S < e^-40``: ``S / (alpha - 1)`` (``log1p(S) <= S``). Order inf: ``max(ell1, ell0)``.
+    Returns an array ``(len(orders), len(log_q))``, not rounded up (see :func:`bernoulli_renyi_upper`).
+    """
+    return _bernoulli_core(orders, log_q, log_1mq, ell1, ell0)[0]
+
+
+def bernoulli_renyi_upper(orders, log_q, log_1mq, ell1, ell0, errors):
+    """:func:`bernoulli_renyi` rounded up by its evaluation slack and by the propagated error of its inputs.
+
+    ``errors = (e_q, e_1mq, e_ell1, e_ell0)`` bound the absolute errors of the four inputs per pair.
+    First-order propagation: ``d log(q h1(ell1)) = d log q + kappa1 d ell1``, so that term's relative error is
+    at most ``eta1 = e_q + kappa1 e_ell1``; likewise ``eta0``. ``S`` is a sum of the two non-negative terms, so
+    its relative error is at most their mean weighted by the terms, and that of ``D = log1p(S) / (alpha - 1)`` at most
+    ``S / ((1 + S) log1p(S))`` times that. The returned value is ``D (1 + 1e-11 + 2 * propagated)``: the factor
+    2 covers the second-order terms and the evaluation of ``kappa``. Order inf: ``max(ell1 + e_ell1, ell0 +
+    e_ell0) (1 + 1e-11)``.
+    """
+    values, log_s, lk1, lk0 = _bernoulli_core(orders, log_q, log_1mq, ell1, ell0)
+    e_q, e_1mq, e_1, e_0 = (np.asarray(e, dtype=np.float64)[None, :] for e in errors)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        eta1 = e_q + np.exp(lk1 + np.log(e_1))
+        eta0 = e_1mq + np.exp(lk0 + np.log(e_0))
+        # S = T1 + T0 with relative errors eta1, eta0: relative error at most their weighted mean
+        log_t1, log_t0 = _bernoulli_terms(orders, log_q, log_1mq, ell1, ell0)
+        w1, w0 = np.exp(log_t1 - log_s), np.exp(log_t0 - log_s)
+        eta = np.where(log_s > -np.inf, np.nan_to_num(w1 * eta1) + np.nan_to_num(w0 * eta0), 0.0)
+        f = np.logaddexp(0.0, log_s)
+        damp = np.where(log_s < -40.0, 1.0, np.exp(log_s - f - np.log(f)))
+        rel = np.minimum(damp, 1.0) * eta
+        rel = np.where(np.isnan(rel), np.inf, rel)
+        out = values * (1.0 + _RELATIVE_SLACK + 2.0 * rel)
+        inf = np.isinf(np.asarray(orders, dtype=np.float64).reshape(-1))
+        if inf.any():
+            ell1, ell0 = np.asarray(ell1, dtype=np.float64)[None, :], np.asarray(ell0, dtype=np.float64)[None, :]
+            out[inf] = np.maximum(ell1 + e_1, ell0 + e_0) * (1.0 + _RELATIVE_SLACK)
     return out
-
-
-def _log_normal_difference(z_p, z_q):
-    """``(log |Phi(z_p) - Phi(z_q)|, sign)`` without cancellation: from the smaller tails when ``z_p``, ``z_q``
-    have the same sign (``expm1`` of the log-ratio), from ``erf`` when they straddle 0."""
-    z_p, z_q = np.broadcast_arrays(np.asarray(z_p, dtype=np.float64), np.asarray(z_q, dtype=np.float64))
-    log_abs = np.full(z_p.shape, -np.inf)
-    sign = np.zeros(z_p.shape)
-    low = (z_p <= 0) & (z_q <= 0)
-    high = (z_p > 0) & (z_q > 0)
-    mid = ~low & ~high
-    with np.errstate(divide="ignore"):
-        for mask, first, second, flip in ((low, z_p, z_q, 1.0), (high, -z_q, -z_p, 1.0)):
-            if mask.any():
-                lf, ls = special.log_ndtr(first[mask]), special.log_ndtr(second[mask])
-                d = lf - ls  # Phi(first) - Phi(second) = Phi(second) expm1(d)
-                log_abs[mask] = ls + np.maximum(d, 0.0) + np.log(-np.expm1(-np.abs(d)))
-                sign[mask] = flip * np.sign(d)
-        if mid.any():
-            diff = 0.5 * (special.erf(z_p[mid] / math.sqrt(2.0)) - special.erf(z_q[mid] / math.sqrt(2.0)))
-            log_abs[mid] = np.log(np.abs(diff))
-            sign[mid] = np.sign(diff)
-    return log_abs, sign
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,12 +289,27 @@ class NoisyScreening(Mechanism):
     ``[min_plurality, k]``. The plurality count has sensitivity 1, so both neighbours ``t +- 1`` of every
     plurality are covered; pluralities outside the range are impossible (proof of Thm 9), so pairs leaving it
     are not included. Order inf: ``max over S of max(log(p/q), log((1-p)/(1-q)))`` (finite: screening is pure
-    DP, with a large epsilon). Cost O(k) per order, vectorised; values are rounded up by a relative
-    ``1e-11``. By data processing, ``eps(alpha) <= alpha / (2 sigma^2)``, the Gaussian mechanism's curve.
+    DP, with a large epsilon). Cost O(k) per order, vectorised. By data processing,
+    ``eps(alpha) <= alpha / (2 sigma^2)``, the Gaussian mechanism's curve.
 
-    ``satisfies_pearson_vajda`` is False: screening pairs need not straddle 1/2, so the tight subsampling
-    bound (thesis Thm 2.3.4) is not proven for it and ``PoissonSubsampled(NoisyScreening(...))`` uses the
-    general bound (thesis Thm 2.3.1). Prefer :func:`subsampled_screening`, which is never looser.
+    Rounding (an upper bound after all float error, under the stated accuracy of scipy's ``log_ndtr``):
+    every pair's divergence is computed from ``log q``, ``log(1 - q)`` and the log-ratios ``log(p/q)``,
+    ``log((1-p)/(1-q))`` without cancellation (:func:`bernoulli_renyi`; the log-ratios of two tails by
+    ``erfcx`` with the quadratic part from the integers, :func:`_log_cdf_ratio`), then rounded up by the
+    first-order propagation of the inputs' error bounds through the formula's condition numbers plus a relative
+    ``1e-11`` for its evaluation (:func:`bernoulli_renyi_upper`), and is never 0 (the exact divergence of two
+    distinct Bernoulli distributions is positive; a value under 1e-308 is not lost to underflow). The former
+    evaluation fell 2e-4 below the exact value at orders within 1e-12 of 1 and returned 0.0 for exact values
+    such as 3.3e-544 (threshold 20, k = 1, sigma 0.37, order 1.5).
+
+    Pearson-Vajda condition (thesis condition (2.2), needed by the tight subsampling bound of thesis
+    Thm 2.3.4): **false** for screening in general, so ``satisfies_pearson_vajda`` is False and
+    ``PoissonSubsampled(NoisyScreening(...))`` uses the general bound (thesis Thm 2.3.1); prefer
+    :func:`subsampled_screening`, which is never looser. Proof: for ``P = Bern(p)``, ``Q = Bern(q)``,
+    ``E_Q[(P/Q - 1)^l] = q ((p - q)/q)^l + (1 - q) ((q - p)/(1 - q))^l = (p - q)^l (q^(1-l) - (1 - q)^(1-l))``
+    at odd ``l``. Take two pluralities ``t < t + 1 < T`` (below the threshold; every screening with
+    ``min_plurality + 1 < T`` has them) and the ordered pair ``P = Bern(p_t)``, ``Q = Bern(p_(t+1))``:
+    ``p - q < 0`` and ``q < 1/2``, so ``q^(1-l) > (1 - q)^(1-l)`` and the third-order term is negative.
 
     Parameters
     ----------
@@ -259,33 +374,60 @@ class NoisyScreening(Mechanism):
         return (np.asarray(t, dtype=np.float64) - self.threshold) / self.sigma
 
     def _pairs(self, first=None, second=None):
-        """``(log q, log(1 - q), log |Delta|, sign Delta)`` of the ordered pairs ``(Bern(p_P), Bern(p_Q))``,
-        ``Delta = p_P - p_Q``; by default ``(P, Q)`` = ``(t, t+1)`` then ``(t+1, t)`` over the range."""
+        """``(args, errors)`` of the ordered pairs ``(Bern(p_P), Bern(p_Q))``; by default ``(P, Q)`` =
+        ``(t, t+1)`` then ``(t+1, t)`` over the range. ``args = (log q, log(1 - q), log(p / q),
+        log((1 - p) / (1 - q)))`` (the arguments of :func:`bernoulli_renyi`), ``errors`` the bounds on their
+        absolute errors (:func:`bernoulli_renyi_upper`)."""
         if first is None:
             t = self.pluralities
             first = np.concatenate((t[:-1], t[1:]))
             second = np.concatenate((t[1:], t[:-1]))
+        first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
         log_q, log_1mq = self.log_pass_probabilities(second)
-        log_abs_delta, sign = _log_normal_difference(self._z(first), self._z(second))
-        return log_q, log_1mq, log_abs_delta, sign
+        ell1, e1 = _log_cdf_ratio(first, second, self.threshold, self.sigma, 1.0)
+        ell0, e0 = _log_cdf_ratio(first, second, self.threshold, self.sigma, -1.0)
+        return (log_q, log_1mq, ell1, ell0), (_log_error(log_q), _log_error(log_1mq), e1, e0)
 
     def rdp_by_plurality(self, orders):
         """Per-pair curves: array ``(len(orders), 2 * (k - min_plurality))`` (pairs ``(t, t+1)``, then
         ``(t+1, t)``, in increasing ``t``), before the maximum and the rounding; for plots and tests."""
         orders = _validate.orders_array(orders, "NoisyScreening").reshape(-1)
-        return bernoulli_renyi(orders, *self._pairs())
+        return bernoulli_renyi(orders, *self._pairs()[0])
 
     def _rdp(self, orders):
-        pairs = self._pairs()
-        n_pairs = pairs[0].size
+        args, errors = self._pairs()
+        n_pairs = args[0].size
         if n_pairs == 0:  # a single possible plurality: the output does not depend on the data
             return np.zeros(orders.shape)
         out = np.empty(orders.shape)
         step = max(1, _CHUNK // n_pairs)
         for start in range(0, orders.size, step):
             chunk = orders[start : start + step]
-            out[start : start + step] = bernoulli_renyi(chunk, *pairs).max(axis=1)
-        return out * (1.0 + _RELATIVE_SLACK)
+            out[start : start + step] = bernoulli_renyi_upper(chunk, *args, errors).max(axis=1)
+        return _positive_up(out)
+
+
+def _mixture_log_ratio(ell, err, g):
+    """``(log(1 - g + g e^ell), error)``: ``log1p(g expm1(ell))`` while ``g |expm1(ell)| <= 1/2`` (relative
+    accuracy kept when the result is small), else ``logaddexp(log1p(-g), log g + ell)`` (two positive terms).
+    The derivative in ``ell`` is ``g e^ell / (1 - g + g e^ell) <= 1``, so the error is that factor times
+    ``err`` plus four ulps of the parts."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_1mg = math.log1p(-g) if g < 1.0 else -np.inf
+        x = g * np.expm1(ell)
+        small = np.abs(x) <= 0.5
+        value = np.where(small, np.log1p(np.where(small, x, 0.0)), np.logaddexp(log_1mg, math.log(g) + ell))
+        factor = np.minimum(np.exp(math.log(g) + ell - value), 1.0)
+        factor = np.where(np.isnan(factor), 1.0, factor)
+        parts = (abs(log_1mg) if g < 1.0 else 0.0) + np.abs(ell)  # g = 1: logaddexp(-inf, ell) = ell exactly
+        error = factor * err + 4.0 * _EPS * (np.abs(value) + np.where(small, 0.0, parts))
+    return value, error
+
+
+def _positive_up(values):
+    """Two floats up (an underflowed, subnormal value keeps its bound) and never 0: the exact divergence of two
+    distinct Bernoulli distributions is positive, and ``p_t`` is strictly increasing in ``t``."""
+    return np.maximum(np.nextafter(np.nextafter(values, np.inf), np.inf), 5e-324)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -354,7 +496,8 @@ class DataDependentScreening:
         mine = np.full(others.shape, float(t))
         first = np.concatenate((mine, others))
         second = np.concatenate((others, mine))
-        values = bernoulli_renyi(flat, *s._pairs(first, second)).max(axis=1) * (1.0 + _RELATIVE_SLACK)
+        args, errors = s._pairs(first, second)
+        values = _positive_up(bernoulli_renyi_upper(flat, *args, errors).max(axis=1))
         return values.reshape(arr.shape)[()]
 
 
@@ -432,24 +575,23 @@ class SubsampledScreening(Mechanism):
         screening = self.screening
         t = screening.pluralities
         with_x, without = np.concatenate((t[:-1], t[1:])), np.concatenate((t[1:], t[:-1]))
-        log_q, log_1mq, log_abs_delta, sign = screening._pairs(with_x, without)
+        (log_q, log_1mq, ell1, ell0), (e_q, e_1mq, e1, e0) = screening._pairs(with_x, without)
         if g == 0.0 or log_q.size == 0:
             return np.zeros(orders.shape)
-        log_abs_sub = log_abs_delta + math.log(g)
-        # the mixture m = (1 - g) q + g p: sums of positive terms, no cancellation
-        log_p, log_1mp = screening.log_pass_probabilities(with_x)
-        with np.errstate(divide="ignore"):
-            log_1mg = math.log1p(-g) if g < 1.0 else -np.inf
-        log_m = np.logaddexp(log_1mg + log_q, math.log(g) + log_p)
-        log_1mm = np.logaddexp(log_1mg + log_1mq, math.log(g) + log_1mp)
+        # the mixture m = (1 - g) q + g p: log(m / q) = log(1 - g + g e^ell1), log((1-m)/(1-q)) likewise
+        sub1, s1 = _mixture_log_ratio(ell1, e1, g)
+        sub0, s0 = _mixture_log_ratio(ell0, e0, g)
+        log_m, log_1mm = log_q + sub1, log_1mq + sub0
+        e_m, e_1mm = e_q + s1 + _EPS * np.abs(log_m), e_1mq + s0 + _EPS * np.abs(log_1mm)
         out = np.empty(orders.shape)
         step = max(1, _CHUNK // log_q.size)
         for start in range(0, orders.size, step):
             chunk = orders[start : start + step]
-            remove = bernoulli_renyi(chunk, log_q, log_1mq, log_abs_sub, sign).max(axis=1)
-            add = bernoulli_renyi(chunk, log_m, log_1mm, log_abs_sub, -sign).max(axis=1)
+            # remove: D(Bern(m) || Bern(q)); add: D(Bern(q) || Bern(m)), whose log-ratios are the negatives
+            remove = bernoulli_renyi_upper(chunk, log_q, log_1mq, sub1, sub0, (e_q, e_1mq, s1, s0)).max(axis=1)
+            add = bernoulli_renyi_upper(chunk, log_m, log_1mm, -sub1, -sub0, (e_m, e_1mm, s1, s0)).max(axis=1)
             out[start : start + step] = np.maximum(remove, add)
-        return out * (1.0 + _RELATIVE_SLACK)
+        return _positive_up(out)
 
     def _rdp(self, orders):
         # ``general`` is never below ``pairwise`` (see the class notes), so it is not evaluated here.

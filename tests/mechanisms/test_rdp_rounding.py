@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from mechanisms import CustomRDPMechanism, GaussianMechanism, LaplaceMechanism, ZCDPMechanism
 from mechanisms._logmath import expm1_minus_linear, mul_up, ratio_up, round_up
+from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+from tests.oracles import mpmath_screening as screening_oracle
 
 DPS = 80
 TIGHT = 1e-13
@@ -190,3 +192,92 @@ def test_round_up_moves_up():
     assert float(round_up(1.0, 4)) > 1.0
     assert float(round_up(0.0, 4)) > 0.0
     assert float(round_up(np.inf, 4)) == np.inf
+
+
+# ------------------------------------------------------------------- noisy screening (Private-kNN Thm 9)
+
+
+def assert_screening_upper(value, exact):
+    """At or above the exact value, and within 1e-10 relative of it plus 1e-320 (subnormal results carry an
+    absolute error of a few spacings of 5e-324)."""
+    value = float(value)
+    with mp.workdps(DPS):
+        assert mp.mpf(value) >= exact, (value, mp.nstr(exact, 20))
+        assert mp.mpf(value) <= exact * (1 + mp.mpf(1e-10)) + mp.mpf(1e-320), (value, mp.nstr(exact, 20))
+
+
+@given(
+    k=st.integers(1, 6),
+    sigma=st.one_of(st.floats(0.3, 1.0), st.floats(1.0, 100.0)),
+    offset=st.floats(-5.0, 60.0),
+    order=st.one_of(orders_near_one, orders_large, st.just(float("inf"))),
+)
+# measured before the fix (min_plurality 0): 2.1e-4 relative below exact near order 1 (v far from 0)
+@example(k=9 - 3, sigma=4.252, offset=96.24 - 6.0, order=1.0000000000015798)
+@example(k=1, sigma=0.421, offset=-3.97 - 1.0, order=1.0000000000063012)
+@example(k=1, sigma=0.37, offset=2.0 - 1.0, order=1.000000001)  # 9.9e-8 below before
+# threshold above k, sigma 0.37: the exact value 3.3e-544 was reported as 0.0 (underflow)
+@example(k=1, sigma=0.37, offset=20.0 - 1.0, order=1.5)
+@example(k=1, sigma=1.0, offset=40.0 - 1.0, order=1.5)  # exact 4.1e-324, reported 0.0 before
+@example(k=5, sigma=0.3, offset=20.0 - 5.0, order=1e5)  # deep tails, large order
+@example(k=1, sigma=0.3, offset=30.0 - 1.0, order=3e5)
+def test_screening_rdp_is_an_upper_bound_in_extreme_tails(k, sigma, offset, order):
+    threshold = float(k + offset)  # offset > 0: threshold above k, every plurality deep in the lower tail
+    m = NoisyScreening(k=k, threshold=threshold, sigma=sigma, num_classes=2, min_plurality=0)
+    exact = screening_oracle.screening_rdp(order, k, threshold, sigma, 0)
+    assert_screening_upper(m.rdp(order), exact)
+
+
+def test_screening_pinned_values():
+    # mpmath oracle (tests/oracles/mpmath_screening.py, 50 digits); the old values were 0.0, 0.0 and
+    # 2.9139071608544996e-93 (2.1e-4 relative below)
+    cases = [
+        (dict(k=1, threshold=20.0, sigma=0.37), 1.5, 0),
+        (dict(k=1, threshold=40.0, sigma=1.0), 1.5, 0),
+        (dict(k=9, threshold=96.24, sigma=4.252), 1.0000000000015798, 0),
+    ]
+    for params, order, lo in cases:
+        m = NoisyScreening(num_classes=2, min_plurality=lo, **params)
+        exact = screening_oracle.screening_rdp(order, params["k"], params["threshold"], params["sigma"], lo)
+        value = float(m.rdp(order))
+        assert value > 0.0
+        assert_screening_upper(value, exact)
+    order = 1.0000000000015798
+    m = NoisyScreening(k=9, threshold=96.24, sigma=4.252, num_classes=2, min_plurality=0)
+    np.testing.assert_allclose(
+        float(m.rdp(order)), float(screening_oracle.screening_rdp(order, 9, 96.24, 4.252, 0)), rtol=1e-10
+    )
+
+
+@given(
+    k=st.integers(2, 5),
+    sigma=st.floats(0.3, 20.0),
+    offset=st.floats(-3.0, 30.0),
+    gamma=st.floats(0.001, 1.0),
+    order=st.one_of(orders_near_one, st.floats(1.5, 1e4)),
+)
+@example(k=3, sigma=0.37, offset=15.0, gamma=0.3, order=1.000000001)
+@example(k=3, sigma=0.37, offset=15.0, gamma=1.0, order=50.0)
+def test_subsampled_screening_pairwise_is_an_upper_bound(k, sigma, offset, gamma, order):
+    threshold = float(k + offset)
+    s = NoisyScreening(k=k, threshold=threshold, sigma=sigma, num_classes=2, min_plurality=0)
+    value = float(subsampled_screening(s, gamma).pairwise_rdp(order))
+    exact = screening_oracle.subsampled_screening_pairwise_rdp(order, k, threshold, sigma, 0, gamma)
+    with mp.workdps(DPS):
+        assert mp.mpf(value) >= exact
+
+
+@given(t=st.integers(0, 60), threshold=st.floats(-100.0, 3000.0), sigma=st.floats(0.3, 100.0))
+@example(t=0, threshold=2922.0, sigma=1.0)
+@example(t=60, threshold=0.0, sigma=0.3)
+def test_log_cdf_within_its_stated_error(t, threshold, sigma):
+    """The assumption behind the screening bound: log Phi((t - T)/sigma) within 4 EPS max(1, |log Phi|)."""
+    from mechanisms.noisy_screening import _log_cdf, _log_error, _z
+
+    z, dz = _z(np.array([float(t)]), threshold, sigma)
+    for sign in (1.0, -1.0):
+        value = float(_log_cdf(sign * z, sign * dz)[0])
+        with mp.workdps(DPS):
+            exact_z = sign * (mp.mpf(t) - mp.mpf(threshold)) / mp.mpf(sigma)
+            exact = mp.log(mp.ncdf(exact_z)) if exact_z < 0 else mp.log1p(-mp.ncdf(-exact_z))
+            assert abs(mp.mpf(value) - exact) <= float(_log_error(np.array([float(exact)]))[0])
