@@ -197,18 +197,27 @@ def log_expm1_minus_linear(y):
     absolute error of at most ``14 EPS`` here plus one ulp of the result.
     """
     y = np.asarray(y, dtype=np.float64)
+    out = np.empty(y.shape)
     small = np.abs(y) <= 0.5
-    ys = np.where(small, y, 0.0)
-    poly = np.full(ys.shape, _E2_COEFFICIENTS[-1])
-    for c in reversed(_E2_COEFFICIENTS[:-1]):
-        poly = poly * ys + c
+    mid = (y > 0.5) & (y <= 700.0)
+    big = y > 700.0
+    neg = y < -0.5
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        out_small = 2.0 * np.log(np.abs(ys)) + np.log(poly)
-        mid_y = np.where((y > 0.5) & (y <= 700.0), y, 1.0)
-        out_mid = np.log(np.expm1(mid_y) - mid_y)
-        big_y = np.where(y > 700.0, y, 800.0)
-        out_big = big_y + np.log1p(-(1.0 + big_y) * np.exp(-big_y))
-        neg_y = np.where(y < -0.5, y, -1.0)
-        out_neg = np.log(-neg_y - 1.0 + np.exp(neg_y))
-    out = np.where(small, out_small, np.where(y > 700.0, out_big, np.where(y > 0.5, out_mid, out_neg)))
+        if small.any():
+            ys = y[small]
+            poly = np.full(ys.shape, _E2_COEFFICIENTS[-1])
+            for c in reversed(_E2_COEFFICIENTS[:-1]):
+                poly = poly * ys + c
+            out[small] = 2.0 * np.log(np.abs(ys)) + np.log(poly)
+        if mid.any():
+            ym = y[mid]
+            out[mid] = np.log(np.expm1(ym) - ym)
+        if big.any():
+            yb = y[big]
+            out[big] = yb + np.log1p(-(1.0 + yb) * np.exp(-yb))
+        if neg.any():
+            yn = y[neg]
+            out[neg] = np.log(-yn - 1.0 + np.exp(yn))
+        out[np.isnan(y)] = np.nan
+        out[y == np.inf] = np.inf
     return out[()]

@@ -191,7 +191,8 @@ def _log_h1(alpha, ell):
 
 
 def _bernoulli_core(orders, log_q, log_1mq, ell1, ell0):
-    """Values and the internals the error bound needs: ``(values, log S, log kappa1, log kappa0)``."""
+    """Values and the internals the error bound needs: ``(values, log S, log kappa1, log kappa0, log T1,
+    log T0)`` with ``T1 = q h1(ell1)``, ``T0 = (1 - q) h1(ell0)`` (``-inf`` rows at order inf)."""
     orders = np.asarray(orders, dtype=np.float64).reshape(-1, 1)
     log_q, log_1mq, ell1, ell0 = (np.asarray(x, dtype=np.float64)[None, :] for x in (log_q, log_1mq, ell1, ell0))
     n = log_q.shape[1]
@@ -199,6 +200,8 @@ def _bernoulli_core(orders, log_q, log_1mq, ell1, ell0):
     log_s = np.full((orders.shape[0], n), -np.inf)
     k1 = np.full((orders.shape[0], n), -np.inf)
     k0 = np.full((orders.shape[0], n), -np.inf)
+    t1 = np.full((orders.shape[0], n), -np.inf)
+    t0 = np.full((orders.shape[0], n), -np.inf)
     inf = np.isinf(orders[:, 0])
     out[inf] = np.maximum(ell1, ell0)
     finite = ~inf
@@ -206,6 +209,7 @@ def _bernoulli_core(orders, log_q, log_1mq, ell1, ell0):
         alpha = orders[finite]
         h1, k1[finite] = _log_h1(alpha, ell1)
         h0, k0[finite] = _log_h1(alpha, ell0)
+        t1[finite], t0[finite] = log_q + h1, log_1mq + h0
         ls = np.logaddexp(log_q + h1, log_1mq + h0)
         log_s[finite] = ls
         d = alpha - 1.0
@@ -214,17 +218,7 @@ def _bernoulli_core(orders, log_q, log_1mq, ell1, ell0):
             # so a divergence under 1e-308 is not lost to underflow inside log1p
             tiny = ls < -40.0
             out[finite] = np.where(tiny, np.exp(np.where(tiny, ls, 0.0) - np.log(d)), np.logaddexp(0.0, ls) / d)
-    return out, log_s, k1, k0
-
-
-def _bernoulli_terms(orders, log_q, log_1mq, ell1, ell0):
-    """``(log(q h1(ell1)), log((1 - q) h1(ell0)))`` per (finite order, pair); ``-inf`` rows at order inf."""
-    orders = np.asarray(orders, dtype=np.float64).reshape(-1, 1)
-    alpha = np.where(np.isinf(orders), 2.0, orders)
-    log_q, log_1mq, ell1, ell0 = (np.asarray(x, dtype=np.float64)[None, :] for x in (log_q, log_1mq, ell1, ell0))
-    t1 = log_q + _log_h1(alpha, ell1)[0]
-    t0 = log_1mq + _log_h1(alpha, ell0)[0]
-    return np.where(np.isinf(orders), -np.inf, t1), np.where(np.isinf(orders), -np.inf, t0)
+    return out, log_s, k1, k0, t1, t0
 
 
 def bernoulli_renyi(orders, log_q, log_1mq, ell1, ell0):
@@ -255,13 +249,12 @@ def bernoulli_renyi_upper(orders, log_q, log_1mq, ell1, ell0, errors):
     2 covers the second-order terms and the evaluation of ``kappa``. Order inf: ``max(ell1 + e_ell1, ell0 +
     e_ell0) (1 + 1e-11)``.
     """
-    values, log_s, lk1, lk0 = _bernoulli_core(orders, log_q, log_1mq, ell1, ell0)
+    values, log_s, lk1, lk0, log_t1, log_t0 = _bernoulli_core(orders, log_q, log_1mq, ell1, ell0)
     e_q, e_1mq, e_1, e_0 = (np.asarray(e, dtype=np.float64)[None, :] for e in errors)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         eta1 = e_q + np.exp(lk1 + np.log(e_1))
         eta0 = e_1mq + np.exp(lk0 + np.log(e_0))
         # S = T1 + T0 with relative errors eta1, eta0: relative error at most their weighted mean
-        log_t1, log_t0 = _bernoulli_terms(orders, log_q, log_1mq, ell1, ell0)
         w1, w0 = np.exp(log_t1 - log_s), np.exp(log_t0 - log_s)
         eta = np.where(log_s > -np.inf, np.nan_to_num(w1 * eta1) + np.nan_to_num(w0 * eta0), 0.0)
         f = np.logaddexp(0.0, log_s)
