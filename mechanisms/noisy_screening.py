@@ -180,11 +180,17 @@ def _log_h1(alpha, ell):
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_d = np.log(d)
         x = d * ell
-        inner = np.logaddexp(log_d + _logmath.log_expm1_minus_linear(-ell), _logmath.log_expm1_minus_linear(x))
+        log_e2x = _logmath.log_expm1_minus_linear(x)
+        log_de2 = log_d + _logmath.log_expm1_minus_linear(-ell)
+        inner = np.logaddexp(log_de2, log_e2x)
         log_h1 = np.where(ell == -np.inf, log_d, ell + inner)
+        # kappa = alpha |expm1(x)| / (d E2(-ell) + E2(x)) = alpha r(x) / (1 + e^c), r = |expm1(x)| / E2(x),
+        # c = log(d E2(-ell)) - log E2(x): no difference of two huge logarithms (x reaches 1e18)
         log_abs_expm1 = np.where(x > 0, _logmath.log_expm1(np.maximum(x, 0.0)),
                                  np.log(-np.expm1(np.minimum(x, 0.0))))
-        log_kappa = ell + np.log(alpha) + log_abs_expm1 - log_h1
+        log_r = np.where(x > 700.0, 2.0 * x * np.exp(-np.minimum(x, 1e300)), log_abs_expm1 - log_e2x)
+        c = log_de2 - log_e2x
+        log_kappa = np.log(alpha) + log_r - np.logaddexp(0.0, c)
         log_kappa = np.where(np.isfinite(log_kappa), log_kappa, math.log(2.0))
         log_kappa = np.where(ell == -np.inf, -np.inf, log_kappa)
     return log_h1, log_kappa
@@ -258,7 +264,8 @@ def bernoulli_renyi_upper(orders, log_q, log_1mq, ell1, ell0, errors):
         w1, w0 = np.exp(log_t1 - log_s), np.exp(log_t0 - log_s)
         eta = np.where(log_s > -np.inf, np.nan_to_num(w1 * eta1) + np.nan_to_num(w0 * eta0), 0.0)
         f = np.logaddexp(0.0, log_s)
-        damp = np.where(log_s < -40.0, 1.0, np.exp(log_s - f - np.log(f)))
+        # S / ((1 + S) log1p(S)), with log(S / (1 + S)) = -log1p(e^-log_s) (log_s reaches 1e18)
+        damp = np.where(log_s < -40.0, 1.0, np.exp(-np.logaddexp(0.0, -log_s) - np.log(f)))
         rel = np.minimum(damp, 1.0) * eta
         rel = np.where(np.isnan(rel), np.inf, rel)
         out = values * (1.0 + _RELATIVE_SLACK + 2.0 * rel)

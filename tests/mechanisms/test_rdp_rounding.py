@@ -281,3 +281,17 @@ def test_log_cdf_within_its_stated_error(t, threshold, sigma):
             exact_z = sign * (mp.mpf(t) - mp.mpf(threshold)) / mp.mpf(sigma)
             exact = mp.log(mp.ncdf(exact_z)) if exact_z < 0 else mp.log1p(-mp.ncdf(-exact_z))
             assert abs(mp.mpf(value) - exact) <= float(_log_error(np.array([float(exact)]))[0])
+
+
+@given(
+    k=st.integers(2, 40),
+    sigma=st.floats(0.01, 10.0),
+    threshold=st.floats(-20.0, 60.0),
+    order=st.floats(2.0, 17.0).map(lambda e: 10.0**e),
+)
+# the error bound once took a difference of two logarithms of size 3e18 (ulp 512): 8.6e195 at order 1e15
+@example(k=17, sigma=0.0200201911606504, threshold=11.375998472242113, order=1e15)
+def test_screening_error_bound_stays_tight_at_huge_orders(k, sigma, threshold, order):
+    m = NoisyScreening(k=k, threshold=threshold, sigma=sigma, num_classes=2)
+    value, pure = m.rdp([order, float("inf")])
+    assert value <= pure * (1 + 1e-9)  # the RDP is non-decreasing in the order, up to the pure epsilon
