@@ -52,8 +52,8 @@ class ZCDPMechanism(Mechanism):
     Pearson-Vajda condition (thesis condition (2.2), needed by the tight subsampling bound of thesis
     Thm 2.3.4): **not claimed**, because it is false for some mechanisms that this description covers. A zCDP
     parameter describes a curve, not a pair of output distributions, and the condition is a property of the
-    pairs. The two-point pair ``P = Bern(0.2)``, ``Q = Bern(0.3)`` is ``log(7/4)``-DP, hence ``rho``-zCDP with
-    ``rho = log(7/4)^2 / 2`` (Bun & Steinke 2016, Prop 1.4), yet ``E_Q[(P/Q - 1)^3] = (p - q)^3 (q^-2 - (1 -
+    pairs. The two-point pair ``P = Bern(0.2)``, ``Q = Bern(0.3)`` is ``log(3/2)``-DP, hence ``rho``-zCDP with
+    ``rho = log(3/2)^2 / 2`` (Bun & Steinke 2016, Prop 1.4), yet ``E_Q[(P/Q - 1)^3] = (p - q)^3 (q^-2 - (1 -
     q)^-2) = -0.001 (11.1 - 2.04) < 0``. ``satisfies_pearson_vajda`` stays False, so subsampling uses the general
     bound (thesis Thm 2.3.1).
 

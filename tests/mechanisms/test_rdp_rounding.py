@@ -295,3 +295,48 @@ def test_screening_error_bound_stays_tight_at_huge_orders(k, sigma, threshold, o
     m = NoisyScreening(k=k, threshold=threshold, sigma=sigma, num_classes=2)
     value, pure = m.rdp([order, float("inf")])
     assert value <= pure * (1 + 1e-9)  # the RDP is non-decreasing in the order, up to the pure epsilon
+
+
+# ------------------------------------------------- Pearson-Vajda statements in the docstrings (issue 12 item 3)
+def _bernoulli_chi(order_l, p, q):
+    return screening_oracle.pearson_vajda_term(order_l, p, q)
+
+
+def test_zcdp_counterexample_of_the_docstring():
+    """Bern(0.2) against Bern(0.3): log(3/2)-DP, so log(3/2)^2/2-zCDP (Bun & Steinke 2016, Prop 1.4), with a
+    negative third-order Pearson-Vajda term: the condition cannot be claimed for ZCDPMechanism."""
+    with mp.workdps(DPS):
+        rho = mp.log(mp.mpf(3) / 2) ** 2 / 2
+        for order in (1.5, 2.0, 3.0, 10.0, 100.0):
+            for p, q in ((0.2, 0.3), (0.3, 0.2)):
+                lp, l1p, lq, l1q = (mp.log(mp.mpf(x)) for x in (p, 1 - mp.mpf(p), q, 1 - mp.mpf(q)))
+                assert screening_oracle.bernoulli_renyi(order, lp, l1p, lq, l1q) <= rho * order
+        assert _bernoulli_chi(3, "0.2", "0.3") < 0
+
+
+@given(k=st.integers(3, 30), sigma=st.floats(0.3, 50.0), order_l=st.sampled_from([3, 5, 7]))
+def test_screening_violates_the_condition_below_the_threshold(k, sigma, order_l):
+    """NoisyScreening's docstring: the pair (Bern(p_t), Bern(p_(t+1))) with t + 1 < T has a negative odd term."""
+    threshold = k + 1.0
+    s = NoisyScreening(k=k, threshold=threshold, sigma=sigma, num_classes=2, min_plurality=0)
+    with mp.workdps(DPS):
+        p, q = (mp.ncdf((mp.mpf(t) - mp.mpf(threshold)) / mp.mpf(sigma)) for t in (0, 1))
+        assert _bernoulli_chi(order_l, p, q) < 0
+    assert s.satisfies_pearson_vajda is False
+
+
+@pytest.mark.parametrize("order_l", [3, 5])
+@pytest.mark.parametrize("shift", [0.3, 1.0, 2.5])
+def test_gaussian_and_laplace_odd_pearson_vajda_terms_are_non_negative(order_l, shift):
+    """Thesis Thm 2.5.5 / 2.5.6 (Prop 2.3.6), checked by quadrature in both orderings of each pair."""
+    with mp.workdps(30):
+        gauss = lambda x, m: mp.npdf(x, m, 1)  # noqa: E731
+        lap = lambda x, m: mp.exp(-abs(x - m)) / 2  # noqa: E731
+        for density in (gauss, lap):
+            for a, b in ((shift, 0.0), (0.0, shift)):
+                term = mp.quad(lambda x: density(x, b) * (density(x, a) / density(x, b) - 1) ** order_l,
+                               [-mp.inf, min(a, b), max(a, b), mp.inf])
+                assert term >= 0
+    assert GaussianMechanism(sigma=1.0).satisfies_pearson_vajda and LaplaceMechanism(scale=1.0).satisfies_pearson_vajda
+    assert not ZCDPMechanism(rho=0.1).satisfies_pearson_vajda
+    assert not CustomRDPMechanism(lambda a: a).satisfies_pearson_vajda
