@@ -125,15 +125,16 @@ def mul_up(a, b):
     """The smallest float64 at or above the exact product ``a * b`` (elementwise, broadcast).
 
     Dekker's TwoProduct gives the exact rounding error ``e = a b - fl(a b)`` when no intermediate overflows or
-    underflows (checked: ``|a|, |b| < 2^995`` and ``|fl(a b)| > 2^-900``); the result is ``fl(a b)`` if
+    underflows (checked: ``|a|, |b| < 2^995`` and ``2^-900 < |fl(a b)| < 2^1000``); the result is ``fl(a b)`` if
     ``e <= 0`` and the next float up otherwise. Outside that range the next float up is returned whenever the
     product can be inexact: round-to-nearest is within half a spacing, so the next float up is at or above
-    the exact value (also for subnormals). ``inf`` stays ``inf``; an exact 0 stays 0.
+    the exact value (also for subnormals). ``inf`` stays ``inf``; a negative overflow gives the largest
+    negative float; an exact 0 stays 0.
     """
     a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     with np.errstate(over="ignore", invalid="ignore"):
         p = a * b
-        safe = (np.abs(a) < 2.0**995) & (np.abs(b) < 2.0**995) & (np.abs(p) > 2.0**-900) & np.isfinite(p)
+        safe = (np.abs(a) < 2.0**995) & (np.abs(b) < 2.0**995) & (np.abs(p) > 2.0**-900) & (np.abs(p) < 2.0**1000)
         a_s, b_s = np.where(safe, a, 1.0), np.where(safe, b, 1.0)
         p_s = a_s * b_s
         ah, al = _split(a_s)
@@ -141,7 +142,11 @@ def mul_up(a, b):
         err = (((ah * bh - p_s) + ah * bl) + al * bh) + al * bl
     inexact_possible = ~safe & np.isfinite(p) & (a != 0) & (b != 0)
     bump = (safe & (err > 0)) | inexact_possible
-    return np.where(bump, np.nextafter(p, np.inf), p)[()]
+    with np.errstate(over="ignore"):
+        out = np.where(bump, np.nextafter(p, np.inf), p)
+    # a negative product of finite factors that overflowed: the largest negative float is above it
+    out = np.where((p == -np.inf) & np.isfinite(a) & np.isfinite(b), -np.finfo(np.float64).max, out)
+    return out[()]
 
 
 def round_up(value, ulps):
@@ -166,7 +171,8 @@ _E2_COEFFICIENTS = [float(fractions.Fraction(1, math.factorial(k + 2))) for k in
 
 def expm1_minus_linear(y):
     """``E2(y) = e^y - 1 - y >= 0`` for real ``y`` (elementwise), with relative error at most ``13 EPS`` for
-    ``y <= 2`` in the error model of this module (inputs taken as exact).
+    ``y <= 2`` in the error model of this module (inputs taken as exact), as long as ``y^2`` does not underflow
+    (``|y| > 2^-500``; below, ``E2 < 2^-1000`` is returned with an absolute error under ``2^-1070``).
 
     * ``|y| <= 1/2``: ``y^2 sum_{k=0}^{16} y^k / (k + 2)!`` by Horner. The remainder is below
       ``0.5^17 / 19! / (1 - 0.5/20) < 1e-22`` relative to the sum (which is at least ``(e^-0.5 - 0.5) / 0.25 >

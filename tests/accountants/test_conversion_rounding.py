@@ -38,7 +38,8 @@ def log_delta_exact(order, rdp, epsilon, conversion):
 def epsilon_scale(order, rdp, delta):
     """The largest term of the epsilon formula: the slack is measured in its ulps."""
     a = mp.mpf(order)
-    return max(abs(mp.mpf(rdp)), abs(mp.log(1 - 1 / a)), abs(mp.log(mp.mpf(delta) * a) / (a - 1)), mp.mpf(1e-300))
+    terms = (mp.mpf(rdp), mp.log(1 - 1 / a), mp.log(mp.mpf(delta) * a) / (a - 1), mp.log(mp.mpf(delta)) / (a - 1))
+    return max(max(abs(x) for x in terms), mp.mpf(1e-300))
 
 
 orders = st.one_of(
@@ -61,6 +62,7 @@ conversions = st.sampled_from(list(Conversion))
          conversion=Conversion.IMPROVED)
 @example(order=1.02234497970111, rdp=0.41687160372402976, log10_delta=np.log10(6.08925070066418e-12),
          conversion=Conversion.IMPROVED)
+@example(order=1001.0, rdp=0.0, log10_delta=-3.0, conversion=Conversion.CLASSIC)
 def test_epsilon_candidate_is_a_tight_upper_bound(order, rdp, log10_delta, conversion):
     delta = float(10.0**log10_delta)
     value = float(epsilon_candidates([order], [rdp], delta, conversion)[0])
