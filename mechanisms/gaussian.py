@@ -19,7 +19,8 @@ class GaussianMechanism(Mechanism):
     Prop 7); no pure-DP guarantee (``inf`` at alpha = inf).
 
     Rounding: the returned value is at or above the exact value at every order in (1, inf), and a few floats
-    above it at most (two upward roundings, each of relative size at most ``EPS``). ``c = sensitivity^2 / (2 sigma^2)`` is rounded up once in exact rational arithmetic
+    above it at most (two upward roundings, each of relative size at most ``EPS``).
+    ``c = sensitivity^2 / (2 sigma^2)`` is rounded up once in exact rational arithmetic
     (:func:`~mechanisms._logmath.fraction_up`), and ``alpha * c`` is rounded up with an error-free product
     (:func:`~mechanisms._logmath.mul_up`); no cancellation occurs, also for orders near 1, and a ``c`` below
     the smallest float is the smallest positive float, never 0.
