@@ -5,7 +5,7 @@ import numpy as np
 from accountants import conversions
 from accountants.conversions import Conversion
 from accountants.report import BoundKind, PrivacyReport
-from mechanisms import _validate
+from mechanisms import _logmath, _validate
 from mechanisms.base import Mechanism
 from mechanisms.noisy_screening import DataDependentScreening
 from mechanisms.relations import NeighboringRelation
@@ -132,10 +132,15 @@ class RDPAccountant:
     def charged_delta(self):
         """``1 - prod (1 - delta_m)^count`` over the ledger, rounded up: the delta charged for the parts of
         approximate mechanisms that their cores do not cover (0 when every mechanism is exact)."""
-        log_keep = sum(e[0] * e[4] for e in self._entries.values())
+        # log(1 - charged) = sum count * log(1 - delta_m) <= 0, accumulated rounded down (each product and sum
+        # is the negation of an upward-rounded one), so -expm1 of it is at or above the exact charge before
+        # expm1's own error of at most one ulp, which the factor and the subnormal step cover.
+        log_keep = 0.0
+        for e in self._entries.values():
+            log_keep = -_logmath.add_up(-log_keep, _logmath.mul_up(e[0], -e[4]))
         if log_keep == 0.0:
             return 0.0
-        return min(1.0, float(-np.expm1(log_keep)) * (1.0 + 1e-14) + 5e-324)
+        return min(1.0, float(-np.expm1(log_keep)) * (1.0 + 4 * np.finfo(np.float64).eps) + 5e-324)
 
     @property
     def bound_kind(self):
@@ -149,16 +154,18 @@ class RDPAccountant:
         flat = arr.reshape(-1)
         total = np.zeros(flat.shape)
         for count, _, _, core, _ in self._entries.values():
-            total = total + count * core.rdp(flat)
-        return total.reshape(arr.shape)[()]
+            total = _logmath.add_up(total, _logmath.mul_up(count, core.rdp(flat)))
+        return np.asarray(total).reshape(arr.shape)[()]
 
     def _grid_total(self):
+        """Total RDP on the grid and total pure epsilon, each product and sum rounded up (exact float bounds of
+        ``sum count * rdp``: RDP composition is additive, Mironov 2017 Prop 1)."""
         total = np.zeros(self._orders.shape)
         pure = 0.0
         for count, grid_rdp, eps_inf, _, _ in self._entries.values():
-            total = total + count * grid_rdp
-            pure = pure + count * eps_inf
-        return total, pure
+            total = _logmath.add_up(total, _logmath.mul_up(count, grid_rdp))
+            pure = float(_logmath.add_up(pure, _logmath.mul_up(count, eps_inf)))
+        return np.asarray(total, dtype=np.float64).reshape(self._orders.shape), pure
 
     # ---------------------------------------------------------------- getters
     def get_epsilon(self, delta):

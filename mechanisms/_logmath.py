@@ -31,6 +31,7 @@ __all__ = [
     "ratio_up",
     "fraction_up",
     "mul_up",
+    "add_up",
     "two_product",
     "round_up",
     "expm1_minus_linear",
@@ -146,6 +147,25 @@ def mul_up(a, b):
         out = np.where(bump, np.nextafter(p, np.inf), p)
     # a negative product of finite factors that overflowed: the largest negative float is above it
     out = np.where((p == -np.inf) & np.isfinite(a) & np.isfinite(b), -np.finfo(np.float64).max, out)
+    return out[()]
+
+
+def add_up(a, b):
+    """The smallest float64 at or above the exact sum ``a + b`` (elementwise, broadcast).
+
+    Knuth's TwoSum gives the exact rounding error ``e = (a + b) - fl(a + b)`` of a finite sum that does not
+    overflow; the result is ``fl(a + b)`` if ``e <= 0`` and the next float up otherwise. A sum with an infinite
+    term is that term (``inf + -inf`` is NaN, as in float arithmetic); a finite sum that overflowed to ``-inf``
+    gives the largest negative float.
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = a + b
+        bb = s - a
+        err = (a - (s - bb)) + (b - bb)
+        finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(s)
+        out = np.where(finite & (err > 0), np.nextafter(s, np.inf), s)
+    out = np.where((s == -np.inf) & np.isfinite(a) & np.isfinite(b), -np.finfo(np.float64).max, out)
     return out[()]
 
 
