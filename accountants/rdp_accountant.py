@@ -7,6 +7,7 @@ from accountants.conversions import Conversion
 from accountants.report import BoundKind, PrivacyReport
 from mechanisms import _logmath, _validate
 from mechanisms.base import Mechanism
+from mechanisms.composition import composed_delta
 from mechanisms.noisy_screening import DataDependentScreening
 from mechanisms.relations import NeighboringRelation
 
@@ -82,7 +83,7 @@ class RDPAccountant:
             raise ValueError("`orders` of RDPAccountant must contain at least one finite order; got none.")
         self._conversion = conversion
         self._orders = grid
-        self._entries = {}  # mechanism -> [count, rdp on the grid, pure epsilon, core, log(1 - delta of core)]
+        self._entries = {}  # mechanism -> [count, rdp on the grid, pure epsilon, core, delta of approximate()]
 
     # ------------------------------------------------------------------ state
     @property
@@ -120,10 +121,10 @@ class RDPAccountant:
         count = _validate.positive_int(count, "count", "RDPAccountant.compose")
         entry = self._entries.get(mechanism)
         if entry is None:
-            core, log_keep = _core(mechanism)
+            core, core_delta = _core(mechanism)
             grid_rdp = np.asarray(core.rdp(self._orders), dtype=np.float64)
             pure = float(core.rdp(np.inf))
-            self._entries[mechanism] = [count, grid_rdp, pure, core, log_keep]
+            self._entries[mechanism] = [count, grid_rdp, pure, core, core_delta]
         else:
             entry[0] += count
         return self
@@ -132,15 +133,7 @@ class RDPAccountant:
     def charged_delta(self):
         """``1 - prod (1 - delta_m)^count`` over the ledger, rounded up: the delta charged for the parts of
         approximate mechanisms that their cores do not cover (0 when every mechanism is exact)."""
-        # log(1 - charged) = sum count * log(1 - delta_m) <= 0, accumulated rounded down (each product and sum
-        # is the negation of an upward-rounded one), so -expm1 of it is at or above the exact charge before
-        # expm1's own error of at most one ulp, which the factor and the subnormal step cover.
-        log_keep = 0.0
-        for e in self._entries.values():
-            log_keep = -_logmath.add_up(-log_keep, _logmath.mul_up(e[0], -e[4]))
-        if log_keep == 0.0:
-            return 0.0
-        return min(1.0, float(-np.expm1(log_keep)) * (1.0 + 4 * np.finfo(np.float64).eps) + 5e-324)
+        return composed_delta([(e[4], e[0]) for e in self._entries.values()])
 
     @property
     def bound_kind(self):
@@ -270,9 +263,9 @@ def _conversion_delta(delta, charged):
 
 
 def _core(mechanism):
-    """``(core, log(1 - delta))`` of :meth:`mechanisms.base.Mechanism.approximate`, validated."""
+    """``(core, delta)`` of :meth:`mechanisms.base.Mechanism.approximate`, validated."""
     core, delta = mechanism.approximate()
     if not isinstance(core, Mechanism) or core.approximate()[1] != 0.0 or not 0.0 <= float(delta) <= 1.0:
         raise TypeError(f"{type(mechanism).__name__}.approximate() must return (exact Mechanism, delta in [0, 1]); "
                         f"got ({type(core).__name__}, {delta!r}).")
-    return core, float(np.log1p(-float(delta))) if delta < 1.0 else -np.inf
+    return core, float(delta)

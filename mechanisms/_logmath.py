@@ -141,7 +141,8 @@ def mul_up(a, b):
         ah, al = _split(a_s)
         bh, bl = _split(b_s)
         err = (((ah * bh - p_s) + ah * bl) + al * bh) + al * bl
-    inexact_possible = ~safe & np.isfinite(p) & (a != 0) & (b != 0)
+    # outside the checked range a product is still exact when a factor is +-1
+    inexact_possible = ~safe & np.isfinite(p) & (a != 0) & (b != 0) & (np.abs(a) != 1) & (np.abs(b) != 1)
     bump = (safe & (err > 0)) | inexact_possible
     with np.errstate(over="ignore"):
         out = np.where(bump, np.nextafter(p, np.inf), p)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from mechanisms import _validate
+from mechanisms import _logmath, _validate
 from mechanisms.base import Mechanism
 
 __all__ = ["SelfComposed", "Composed"]
@@ -44,16 +44,16 @@ class SelfComposed(Mechanism):
         core, delta = self.mechanism.approximate()
         if delta == 0.0:
             return self, 0.0
-        return SelfComposed(core, count=self.count), _composed_delta([(delta, self.count)])
+        return SelfComposed(core, count=self.count), composed_delta([(delta, self.count)])
 
     def _rdp(self, orders):
-        return self.count * self.mechanism.rdp(orders)
+        return _logmath.mul_up(self.count, self.mechanism.rdp(orders))
 
     def _log_mgf(self, s):
         return self.count * self.mechanism._log_mgf(s)
 
     def log_mgf_sup(self, real_part, u_min):
-        return self.count * self.mechanism.log_mgf_sup(real_part, u_min)
+        return float(_logmath.mul_up(self.count, self.mechanism.log_mgf_sup(real_part, u_min)))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,19 +93,40 @@ class Composed(Mechanism):
         parts = [m.approximate() for m in self.mechanisms]
         if all(delta == 0.0 for _, delta in parts):
             return self, 0.0
-        return Composed([core for core, _ in parts]), _composed_delta([(delta, 1) for _, delta in parts])
+        return Composed([core for core, _ in parts]), composed_delta([(delta, 1) for _, delta in parts])
 
     def _rdp(self, orders):
-        return np.sum([m.rdp(orders) for m in self.mechanisms], axis=0)
+        total = 0.0
+        for m in self.mechanisms:
+            total = _logmath.add_up(total, m.rdp(orders))
+        return total
 
     def _log_mgf(self, s):
         return np.sum([m._log_mgf(s) for m in self.mechanisms], axis=0)
 
     def log_mgf_sup(self, real_part, u_min):
-        return float(sum(m.log_mgf_sup(real_part, u_min) for m in self.mechanisms))
+        total = 0.0
+        for m in self.mechanisms:
+            total = float(_logmath.add_up(total, m.log_mgf_sup(real_part, u_min)))
+        return total
 
 
-def _composed_delta(deltas_and_counts):
-    """``1 - prod (1 - delta)^count``, rounded up (the relative error of ``log1p``/``expm1`` is a few ulps)."""
-    log_keep = sum(count * math.log1p(-delta) if delta < 1.0 else -math.inf for delta, count in deltas_and_counts)
-    return min(1.0, -math.expm1(log_keep) * (1.0 + 1e-14) + 5e-324)
+def composed_delta(deltas_and_counts):
+    """``1 - prod (1 - delta)^count`` over ``(delta, count)`` pairs, rounded up: the delta of running each
+    ``delta``-approximate mechanism ``count`` times (rule in :meth:`Mechanism.approximate`).
+
+    Error analysis: ``log(1 - delta)`` is evaluated by ``log1p`` within one ulp; the bound uses
+    ``-log1p(-delta) (1 + 2 eps)`` (at or above ``-log(1 - delta)``), and products and sums of these non-negative
+    terms are rounded up exactly (:func:`~mechanisms._logmath.mul_up`, :func:`~mechanisms._logmath.add_up`), so
+    ``L`` is at or above ``-log prod (1 - delta)^count``; ``-expm1(-L)`` is increasing in ``L`` and within one ulp,
+    covered by the factor ``1 + 4 eps``; the added subnormal covers underflow.
+    """
+    total = 0.0
+    for delta, count in deltas_and_counts:
+        if delta >= 1.0:
+            return 1.0
+        term = -math.log1p(-float(delta)) * (1.0 + 2 * _logmath.EPS)
+        total = float(_logmath.add_up(total, _logmath.mul_up(count, term)))
+    if total == 0.0:
+        return 0.0
+    return min(1.0, -math.expm1(-total) * (1.0 + 4 * _logmath.EPS) + 5e-324)

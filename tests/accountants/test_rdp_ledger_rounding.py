@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from accountants import RDPAccountant
 from mechanisms import DiscretePairMechanism, GaussianMechanism, LaplaceMechanism, RandomizedResponse
 from mechanisms._logmath import add_up
+from mechanisms.composition import composed_delta
 
 F = fractions.Fraction
 ORDERS = np.array([1.5, 2.0, 3.0, 7.5, 32.0, 300.0])
@@ -95,3 +96,13 @@ def test_add_up_is_the_smallest_float_at_or_above_the_sum():
         assert F(float(np.nextafter(s, -np.inf))) < exact or F(float(s)) == exact
     assert add_up(np.inf, 1.0) == np.inf and add_up(-1e308, -1e308) == -np.finfo(float).max
     assert add_up(0.5, 0.25) == 0.75
+
+
+def test_composed_delta_at_or_above_the_exact_product():
+    mp.mp.dps = 60
+    cases = [[(3e-10, 977), (7e-13, 123457)], [(0.3, 5)], [(1e-300, 10**6)], [(0.0, 4), (2.5e-5, 1)]]
+    for pairs in cases:
+        exact = -mp.expm1(mp.fsum(c * mp.log1p(-mp.mpf(d)) for d, c in pairs))
+        got = composed_delta(pairs)
+        assert mp.mpf(got) >= exact and got <= float(exact) * (1 + 1e-13) + 1e-320
+    assert composed_delta([(0.0, 3)]) == 0.0 and composed_delta([(1.0, 1), (0.1, 2)]) == 1.0
