@@ -157,7 +157,8 @@ def calibrate_result(entries, *, epsilon, delta, rtol=1e-6):
     q, count = entry.sampling_probability, entry.count
     if len(entries) == 1 and kind.name == "gaussian":
         value = calibrate_gaussian_sigma(
-            epsilon, delta, sampling_probability=q, count=count, sensitivity=sensitivity, rtol=rtol
+            epsilon, delta, sampling_probability=q, count=count, sensitivity=sensitivity, rtol=rtol,
+            accountant=RDPAccountant,
         )
     elif len(entries) == 1 and kind.name == "laplace":
         value = calibrate_laplace_scale(
