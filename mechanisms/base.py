@@ -56,6 +56,16 @@ class Mechanism(abc.ABC):
         """
         return self, 0.0
 
+    def dominating_randomized_response(self):
+        """The flip probability ``b`` in ``[0, 1/2]`` (an exact ``fractions.Fraction``) of a randomized response
+        whose pair ``(Bern(1 - b), Bern(b))`` dominates this mechanism in both directions (thesis Def 3.3.1), or
+        ``None`` (the default) if no such pair is known.
+
+        A mechanism that has one is, for every purpose of accounting, a post-processing of ``RR(p)``: its
+        Poisson-subsampled RDP is then the exact two-point divergence of :mod:`mechanisms.two_point`.
+        """
+        return None
+
     def rdp(self, orders):
         """Renyi-DP upper bound ``epsilon(alpha)`` at each order, under add-or-remove-one.
 

@@ -4,32 +4,11 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms import _validate, privacy_loss
+from mechanisms import _validate, privacy_loss, two_point
 from mechanisms.base import Mechanism
 from mechanisms.errors import MissingCapabilityError
 
 __all__ = ["RandomizedResponse", "PureDPMechanism"]
-
-
-def _bernoulli_pair_rdp(orders, log_p, log_1mp):
-    """RDP of the pair (Bernoulli(p), Bernoulli(1 - p)), symmetric in p <-> 1 - p (Mironov 2017, Prop 5)::
-
-        epsilon(alpha) = log(p^alpha (1-p)^(1-alpha) + (1-p)^alpha p^(1-alpha)) / (alpha - 1)
-
-    and ``epsilon(inf) = |log(p / (1 - p))|``.
-    """
-    eps_inf = abs(log_p - log_1mp)
-    a = np.where(np.isinf(orders), 2.0, orders)
-    # Factor out exp((alpha - 1) * eps_inf) so both terms are <= 1 and nothing overflows; the two log1p terms
-    # nearly cancel for small eps_inf, so their rounding is added (the result is rounded up).
-    first = np.logaddexp(0.0, -(2 * a - 1) * eps_inf)
-    second = np.log1p(np.exp(-eps_inf))
-    slack = 2 * np.finfo(np.float64).eps * (first + second)
-    log_sum = first + (a - 1) * eps_inf - second + slack
-    with np.errstate(invalid="ignore"):
-        finite = np.clip(log_sum / (a - 1), 0.0, eps_inf)
-    finite = np.where(a > 1e15, eps_inf, finite)
-    return np.where(np.isinf(orders), eps_inf, finite)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -50,10 +29,12 @@ class RandomizedResponse(Mechanism):
     def __post_init__(self):
         object.__setattr__(self, "p", _validate.probability(self.p, "p", "RandomizedResponse"))
 
+    def dominating_randomized_response(self):
+        """``min(p, 1 - p)``: ``RR(p)`` and ``RR(1 - p)`` differ only by relabelling the outputs."""
+        return two_point.flip_of_randomized_response(self.p)
+
     def _rdp(self, orders):
-        if self.p in (0.0, 1.0):
-            return np.full(orders.shape, np.inf)
-        return _bernoulli_pair_rdp(orders, np.log(self.p), np.log1p(-self.p))
+        return two_point.randomized_response_rdp(orders, self.dominating_randomized_response())
 
     def _log_mgf(self, s):
         """Pair (Bernoulli(p), Bernoulli(1 - p)); the loss takes the two values +-log(p/(1-p))."""
@@ -89,10 +70,14 @@ class PureDPMechanism(Mechanism):
     def __post_init__(self):
         object.__setattr__(self, "epsilon", _validate.nonnegative(self.epsilon, "epsilon", "PureDPMechanism"))
 
+    def dominating_randomized_response(self):
+        """A float at most ``1 / (1 + e^eps)`` (Kairouz, Oh & Viswanath 2015, Thm 2.4)."""
+        return two_point.flip_of_pure_dp(self.epsilon)
+
     def _rdp(self, orders):
-        # log p = -log1p(e^-eps), log(1 - p) = -eps - log1p(e^-eps)
-        log_p = -np.log1p(np.exp(-self.epsilon))
-        return _bernoulli_pair_rdp(orders, log_p, log_p - self.epsilon)
+        # the pair's divergence, and never above epsilon itself (D_alpha <= D_inf = epsilon)
+        return np.minimum(two_point.randomized_response_rdp(orders, self.dominating_randomized_response()),
+                          self.epsilon)
 
     def _log_mgf(self, s):
         """Randomized response with ``p = e^eps / (1 + e^eps)`` dominates every eps-DP mechanism."""

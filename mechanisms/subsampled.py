@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms import _validate, privacy_loss, subsampled_rdp
+from mechanisms import _validate, privacy_loss, subsampled_rdp, two_point
 from mechanisms.base import Mechanism
 from mechanisms.errors import MissingCapabilityError, NumericalError
 from mechanisms.gaussian import GaussianMechanism
@@ -21,6 +21,8 @@ class PoissonSubsampled(Mechanism):
 
     RDP (upper bound, add-or-remove-one), by order:
 
+    * a base dominated by randomized response (``dominating_randomized_response``: randomized response, pure DP):
+      the exact divergence of the subsampled two-point pair at every order (:mod:`mechanisms.two_point`);
     * integer orders: thesis Thm 2.3.4 (tight) when the base satisfies the Pearson-Vajda condition (Gaussian
       and Laplace, thesis Prop 2.3.6), otherwise thesis Thm 2.3.1 (general); exact binomial sums up to
       ``subsampled_rdp.EXACT_MAX_ORDER``, tau-term bounds (thesis Thm 2.3.7 / 2.5.8) above;
@@ -73,6 +75,10 @@ class PoissonSubsampled(Mechanism):
             return np.zeros(orders.shape)
         if q == 1.0:
             return self.mechanism.rdp(orders)
+        flip = self.mechanism.dominating_randomized_response()
+        if flip is not None:  # a two-point pair: the subsampled divergence is exact (two_point.py) ...
+            # ... and, like every bound here, never above the base curve (the remark at the end of this method)
+            return np.minimum(two_point.randomized_response_rdp(orders, flip, q), self.mechanism.rdp(orders))
         out = np.empty(orders.shape)
         inf = np.isinf(orders)
         integer = ~inf & (orders == np.round(orders))
