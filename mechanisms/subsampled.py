@@ -56,6 +56,25 @@ class PoissonSubsampled(Mechanism):
             _validate.probability(self.sampling_probability, "sampling_probability", "PoissonSubsampled"),
         )
 
+    @property
+    def rdp_is_proven(self):
+        return self.mechanism.rdp_is_proven
+
+    def approximate(self):
+        """``(PoissonSubsampled(core, q), delta)`` when the base is ``delta``-approximately ``core``
+        (:meth:`Mechanism.approximate`).
+
+        Proof: for neighbouring ``D = D' + {x}`` the subsampled outputs are ``P = (1 - q) M(S) + q M(S + {x})`` and
+        ``Q = M(S)`` mixed over the subsample ``S`` of ``D'``. With ``M(S) = (1 - delta) A_S + delta A'_S`` and
+        ``M(S + {x}) = (1 - delta) B_S + delta B'_S``, where each ``(B_S, A_S)`` is dominated by ``core``, both
+        outputs decompose with weight ``1 - delta`` on ``(1 - q) A + q B`` and ``A`` (mixtures over ``S``), which is
+        the pair of ``core`` subsampled, and weight ``delta`` on the rest; delta is not amplified upwards (nor is it
+        claimed to be reduced)."""
+        core, delta = self.mechanism.approximate()
+        if delta == 0.0:
+            return self, 0.0
+        return PoissonSubsampled(core, sampling_probability=self.sampling_probability), delta
+
     def _integer_rdp(self, orders):
         orders = np.asarray(orders, dtype=np.float64)
         base = self.mechanism.rdp

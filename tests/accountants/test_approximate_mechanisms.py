@@ -120,6 +120,28 @@ def test_combinators_carry_the_charge():
     assert Composed([exact, LaplaceMechanism(scale=1.0)]).approximate()[1] == 0.0
 
 
+def test_subsampled_approximate_pair_is_charged_its_delta():
+    # PoissonSubsampled passes the base's core and delta through (the proof is in its approximate() docstring):
+    # before, the accountant saw rdp = inf and reported inf at every delta, or (via RDP of a core) could lose it.
+    m = DiscretePairMechanism(np.log([0.6, 0.4 - 1e-6]), np.log([0.4, 0.6]))
+    sub = PoissonSubsampled(m, sampling_probability=0.1)
+    core, delta = sub.approximate()
+    assert delta == m.approximate()[1] and core == PoissonSubsampled(m.approximate()[0], sampling_probability=0.1)
+    assert sub.rdp_is_proven and not PoissonSubsampled(
+        ContinuousPairMechanism(lambda x: -0.5 * x**2 - 0.5 * np.log(2 * np.pi), lambda x: -0.5 * (x - 1) ** 2
+                                - 0.5 * np.log(2 * np.pi), lower=-20.0, upper=20.0), sampling_probability=0.1
+    ).rdp_is_proven
+    acc = RDPAccountant().compose(sub, count=50)
+    charged = acc.charged_delta
+    assert charged >= 1 - (1 - delta) ** 50 and charged < 1e-4
+    assert acc.get_epsilon(charged) == np.inf and acc.get_epsilon(charged * 0.5) == np.inf
+    eps = acc.get_epsilon(1e-4)
+    assert np.isfinite(eps)
+    core_only = RDPAccountant().compose(core, count=50)
+    assert eps >= core_only.get_epsilon(1e-4)  # the charge is paid on top of the core's conversion
+    assert acc.get_delta(eps) >= charged
+
+
 _masses = st.lists(st.floats(0.05, 1.0), min_size=2, max_size=3)
 
 
