@@ -105,7 +105,9 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
         chernoff = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     log_chernoff, kappa = chernoff
     if log_chernoff < -700.0:
-        return Bounds(0.0, 0.0, float(np.exp(log_chernoff))), None
+        # delta is negligible: report the Chernoff bound itself, with its slack, and never 0 (an exact 0 it is not:
+        # the bound is positive; below the float range the smallest positive float is above it)
+        return Bounds(0.0, 0.0, max(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 5e-324)), None
     chernoff_upper = min(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 1.0)
     if chernoff_upper <= floor:
         return Bounds(0.0, 0.0, chernoff_upper), None

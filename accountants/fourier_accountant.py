@@ -46,6 +46,7 @@ from accountants.fourier_inversion import MAX_DAMPING, MAX_DAMPING_CLOSED_FORM, 
 from accountants.report import BoundKind, PrivacyReport
 from mechanisms import _validate, privacy_loss
 from mechanisms.base import Mechanism
+from mechanisms.composition import composed_delta
 from mechanisms.errors import EstimateWarning, MissingCapabilityError
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.relations import Direction, NeighboringRelation
@@ -54,6 +55,10 @@ __all__ = ["FourierAccountant", "AccuracyError"]
 
 #: tradeoff_curve: epsilons whose Chernoff bound on delta is below 2^-60 take that bound without an inversion.
 _NEGLIGIBLE_LOG_DELTA = -60.0 * np.log(2.0)
+
+
+#: Smallest delta at which epsilon is searched by Fourier inversion (its tolerances scale with delta).
+SMALLEST_INVERTED_DELTA = 1e-290
 
 
 class FourierAccountant:
@@ -96,7 +101,7 @@ class FourierAccountant:
         self._rtol = _validate.positive(rtol, "rtol", "FourierAccountant")
         self._max_terms = _validate.positive_int(max_terms, "max_terms", "FourierAccountant")
         self._entries = {}
-        self._cores = {}  # mechanism -> (core, log(1 - delta)) of Mechanism.approximate
+        self._cores = {}  # mechanism -> (core, delta) of Mechanism.approximate
         self._compiled = self._closed = None
         self._derived = {}  # per-ledger caches (exact enumerations), cleared by compose
 
@@ -134,7 +139,7 @@ class FourierAccountant:
                 self._check(mechanism)
             core, delta = mechanism.approximate()
             self._check(core)
-            self._cores[mechanism] = (core, math.log1p(-delta) if delta < 1.0 else -math.inf)
+            self._cores[mechanism] = (core, float(delta))
         self._entries[mechanism] = self._entries.get(mechanism, 0) + count
         self._compiled = self._closed = None
         self._derived = {}
@@ -247,10 +252,7 @@ class FourierAccountant:
     @property
     def charged_delta(self):
         """``1 - prod (1 - delta_m)^count`` over the ledger's approximate mechanisms, rounded up (0 if none)."""
-        log_keep = sum(n * self._cores[m][1] for m, n in self._entries.items())
-        if log_keep == 0.0:
-            return 0.0
-        return min(1.0, -math.expm1(log_keep) * (1.0 + 1e-14) + 5e-324)
+        return composed_delta([(self._cores[m][1], n) for m, n in self._entries.items()])
 
     def _warn_if_estimate(self, getter):
         if not self.certified:
@@ -359,6 +361,12 @@ class FourierAccountant:
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.epsilon_bounds(delta, self.pure_epsilon())
+        if delta < SMALLEST_INVERTED_DELTA:
+            raise AccuracyError(
+                f"FourierAccountant cannot certify epsilon at delta = {delta:.3g}: below "
+                f"{SMALLEST_INVERTED_DELTA:g} the inversion's error tolerance (relative to delta) leaves the float64 "
+                "range; use RDPAccountant, whose conversion works in log space."
+            )
         split = self._laplace_split()
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)

@@ -4,7 +4,7 @@ import abc
 
 import numpy as np
 
-from mechanisms import _validate
+from mechanisms import _validate, two_point
 from mechanisms.errors import MissingCapabilityError, NumericalError
 from mechanisms.relations import Direction
 
@@ -65,6 +65,16 @@ class Mechanism(abc.ABC):
         Poisson-subsampled RDP is then the exact two-point divergence of :mod:`mechanisms.two_point`.
         """
         return None
+
+    def two_point_loss(self):
+        """A float ``E`` at or above the privacy loss of this mechanism's dominating randomized-response pair, whose
+        loss takes the values ``+-E`` (``None`` without such a pair, or when ``E`` is infinite). Accountants that
+        describe the pair by ``E`` (``p* = 1 / (1 + e^-E)``) stay upper bounds since a larger ``E`` dominates.
+        Default: from :meth:`dominating_randomized_response` (:func:`mechanisms.two_point.loss_of_flip`)."""
+        flip = self.dominating_randomized_response()
+        if flip is None or flip == 0:
+            return None
+        return two_point.loss_of_flip(flip)
 
     def rdp(self, orders):
         """Renyi-DP upper bound ``epsilon(alpha)`` at each order, under add-or-remove-one.

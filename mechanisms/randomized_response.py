@@ -74,6 +74,10 @@ class PureDPMechanism(Mechanism):
         """A float at most ``1 / (1 + e^eps)`` (Kairouz, Oh & Viswanath 2015, Thm 2.4)."""
         return two_point.flip_of_pure_dp(self.epsilon)
 
+    def two_point_loss(self):
+        """``epsilon`` itself: the dominating pair ``RR(e^eps / (1 + e^eps))`` has loss exactly ``+-epsilon``."""
+        return float(self.epsilon)
+
     def _rdp(self, orders):
         # the pair's divergence, and never above epsilon itself (D_alpha <= D_inf = epsilon)
         return np.minimum(two_point.randomized_response_rdp(orders, self.dominating_randomized_response()),

@@ -38,7 +38,7 @@ import numpy as np
 
 from mechanisms._logmath import EPS, add_up, expm1_minus_linear, fraction_up, mul_up, round_up
 
-__all__ = ["flip_of_randomized_response", "flip_of_pure_dp", "randomized_response_rdp"]
+__all__ = ["flip_of_randomized_response", "flip_of_pure_dp", "loss_of_flip", "randomized_response_rdp"]
 
 _U = EPS / 2  # unit roundoff
 
@@ -91,6 +91,20 @@ def _log(r):
     if value:
         return math.log(value)
     return math.log(r.numerator) - math.log(r.denominator)
+
+
+def loss_of_flip(flip):
+    """A float at or above the privacy loss ``E = log((1 - b) / b)`` of randomized response flipping with
+    probability ``b = flip`` in ``(0, 1/2]`` (``log1p`` of the ratio ``(1 - 2b) / b`` rounded to nearest: relative
+    error at most ``2 EPS``, moved up by :func:`~mechanisms._logmath.round_up`). A larger loss value defines a
+    dominating pair (``RR(1 / (1 + e^-E))`` with a larger ``E`` post-processes into the smaller one), so accountants
+    that describe the pair by its loss value (``+-E``) stay upper bounds."""
+    fb = fractions.Fraction(flip)
+    if not 0 < fb <= fractions.Fraction(1, 2):
+        raise ValueError(f"loss_of_flip needs flip in (0, 1/2]; got {flip}.")
+    ratio = (1 - 2 * fb) / fb
+    value = math.log1p(float(ratio)) if ratio < 1e300 else _log(1 + ratio)
+    return float(round_up(value, 4))
 
 
 @functools.lru_cache(maxsize=4096)

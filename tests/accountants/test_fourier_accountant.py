@@ -382,9 +382,23 @@ def test_epsilon_delta_round_trip(ledger, log10_delta):
         assert fa.get_delta(eps.upper) <= delta * (1 + 1e-9)
         assert fa.delta_bounds(eps.lower * (1 - 1e-9)).upper > delta
     deltas = fa.delta_bounds(1.0)
-    if 0 < deltas.upper < 0.99:
+    if 1e-290 < deltas.upper < 0.99:  # below, the upper bound is a (subnormal) Chernoff bound; see the next test
         # and back: the epsilon certified at (slightly more than) the certified delta(1) is at most 1
         assert fa.get_epsilon(deltas.upper * (1 + 1e-5)) <= 1.0
+
+
+def test_negligible_deltas_are_positive_upper_bounds_and_tiny_targets_are_refused_clearly():
+    # Issue 12 item 2: the upper bound was 0.0 where the exact delta is positive (underflow), e.g. sigma 1 at
+    # epsilon 40 (exact 3.9e-343), sigma 5 x 100 at epsilon 100 (exact 1.4e-525). mpmath oracle.
+    from tests.oracles.analytic_gaussian import composed_mu, gaussian_delta
+
+    for sigma, count, epsilon in [(1.0, 1, 40.0), (5.0, 100, 100.0), (0.7, 1, 60.0), (38.0, 1, 1.0), (1.0, 1, 27.5)]:
+        fa = FourierAccountant().compose(GaussianMechanism(sigma=sigma), count=count)
+        b = fa.delta_bounds(epsilon)
+        exact = gaussian_delta(epsilon, composed_mu(sigma, count))
+        assert b.upper > 0.0 and mp.mpf(b.upper) >= exact >= mp.mpf(b.lower)
+    with pytest.raises(AccuracyError, match="RDPAccountant"):
+        FourierAccountant().compose(GaussianMechanism(sigma=38.0)).get_epsilon(1e-300)
 
 
 @settings(max_examples=15)

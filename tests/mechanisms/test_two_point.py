@@ -152,3 +152,32 @@ def test_bad_flip_or_sampling_probability_is_refused():
         randomized_response_rdp(np.array([2.0]), 0.6)
     with pytest.raises(ValueError, match="q in"):
         randomized_response_rdp(np.array([2.0]), 0.3, q=1.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(probabilities)
+@example(0.5000001439771956)  # log(p) - log1p(-p) to nearest is 2.8e-14 relative below the exact loss here
+def test_two_point_loss_is_at_or_above_the_exact_loss(p):
+    # The characteristic-function accountant describes the pair by its loss +-E (issue 12 item 2: its lattice left
+    # the rounding of log(p / (1 - p)) out of its bound); E rounded up keeps the pair dominating.
+    loss = RandomizedResponse(p=p).two_point_loss()
+    with mp.workdps(60):
+        exact = abs(mp.log(mp.mpf(p) / (1 - mp.mpf(p))))
+    assert mp.mpf(loss) >= exact and loss <= float(exact) * (1 + 1e-14) + 1e-300
+    assert PureDPMechanism(epsilon=0.7).two_point_loss() == 0.7
+    assert GaussianMechanism(sigma=1.0).two_point_loss() is None and RandomizedResponse(p=1.0).two_point_loss() is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(-9, -1).map(lambda e: 0.5 + 10**e), st.integers(1, 400), st.floats(0.0, 1.0))
+def test_fourier_lattice_of_randomized_response_contains_the_exact_delta(p, n, fraction):
+    from accountants import FourierAccountant
+
+    with mp.workdps(60):
+        P = mp.mpf(p)
+        L = mp.log(P / (1 - P))
+        epsilon = float(L * n * fraction)
+        exact = mp.fsum(mp.binomial(n, k) * P**k * (1 - P) ** (n - k) * max(0, 1 - mp.exp(mp.mpf(epsilon) - L * (2 * k - n)))
+                        for k in range(n + 1))
+    b = FourierAccountant().compose(RandomizedResponse(p=p), count=n).delta_bounds(epsilon)
+    assert mp.mpf(b.lower) <= exact <= mp.mpf(b.upper)
