@@ -18,6 +18,9 @@ class BoundKind(str, enum.Enum):
     UPPER = "upper bound"  #: proven: at or above the exact value, after all floating-point error
     LOWER = "lower bound"  #: proven: at or below the exact value
     ESTIMATE = "estimate"  #: not proven either way (for example a quadrature whose error is only estimated)
+    #: what a run happened to spend, summed after the fact (Rogers et al. 2016): depends on the data and is not
+    #: an (epsilon, delta) guarantee; shown only next to the guarantee, for the data holder's eyes
+    ODOMETER = "odometer reading, not a guarantee"
 
     def __str__(self):
         return self.value
@@ -27,9 +30,12 @@ class BoundKind(str, enum.Enum):
 
     @classmethod
     def weakest(cls, *kinds):
-        """``UPPER`` if every kind is ``UPPER``, otherwise ``ESTIMATE`` (combining bounds of different kinds
-        proves neither direction)."""
-        return cls.UPPER if all(cls(k) is cls.UPPER for k in kinds) else cls.ESTIMATE
+        """``UPPER`` if every kind is ``UPPER``, ``ODOMETER`` if any is, otherwise ``ESTIMATE`` (combining bounds of
+        different kinds proves neither direction)."""
+        kinds = [cls(k) for k in kinds]
+        if all(k is cls.UPPER for k in kinds):
+            return cls.UPPER
+        return cls.ODOMETER if cls.ODOMETER in kinds else cls.ESTIMATE
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from mechanisms.errors import NumericalError
+from predict.neighbours import canonical_sq_norms, pair_dots
 
 __all__ = [
     "ABSTAIN",
@@ -173,7 +174,8 @@ class Reference:
         copy with rows scaled to unit L2 norm in float64 (a per-record map, so no statistic of the data set
         enters; a zero row is refused).
     sq_norms : torch.Tensor, float32 (n,)
-        Squared L2 norms of ``points`` (ones for cosine).
+        Squared L2 norms of ``points``, each the canonical dot product of its row with itself
+        (:func:`predict.neighbours.canonical_sq_norms`: a function of the record alone).
     metric : str
     """
 
@@ -185,13 +187,12 @@ class Reference:
     def from_array(cls, X, *, metric, owner="Reference"):
         """Prepare a validated float32 array ``X`` (see :func:`check_features`) for ``metric``."""
         metric = check_metric(metric, owner)
-        sq = check_rows(X, metric, "X", owner)
+        check_rows(X, metric, "X", owner)
         if metric == "cosine":
             points = _unit_rows(X)
-            sq = np.ones(points.shape[0])
         else:
             points = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
-        return cls(points=points, sq_norms=torch.from_numpy(sq.astype(np.float32)), metric=metric)
+        return cls(points=points, sq_norms=canonical_sq_norms(points), metric=metric)
 
     @property
     def n(self):
@@ -228,17 +229,25 @@ def _unit_rows(X):
     return torch.from_numpy((X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32))
 
 
-def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
-    """Distances from each query row to every reference record: a (len(Q), n) float32 torch tensor, >= 0.
+#: Largest number of (query, record) pairs computed in one call of the canonical product (memory: about 40
+#: bytes per pair for the index arrays and values).
+_PAIRS_PER_CALL = 4_000_000
 
-    * ``"euclidean"``: ``sqrt(max(|q|^2 + |x|^2 - 2 q.x, 0))`` (one matrix product);
+
+def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
+    """Distances from each query row to every reference record: a (len(Q), n) float64 torch tensor, >= 0.
+
+    * ``"euclidean"``: ``sqrt(max(|q|^2 + |x|^2 - 2 q.x, 0))``;
     * ``"cosine"``: ``max(1 - q.x / (|q| |x|), 0)``, in [0, 2].
 
-    The clamp at 0 removes negative rounding residue; rows are checked with :func:`check_rows`, and a NaN
-    result raises :class:`~mechanisms.errors.NumericalError` (it never reaches a ranking). Each entry
-    is a function of its query and its record only (the matrix product does not mix records), so the order of
-    the records is a per-query ranking. Call it on blocks of queries (:func:`query_blocks`) to bound memory at
-    ``block * n`` floats.
+    **Canonical values**: every dot product (and squared norm) is one float32 dot product of the two rows alone
+    (:func:`predict.neighbours.pair_dots`, ``torch.sparse.sampled_addmm``), finished in float64, so each distance is
+    a function of its query and its record only, bit for bit, whatever the other records, their number or the
+    blocking. A blocked matrix product does not have this property (its summation order depends on the shapes),
+    and with ties it let removing one far record change a neighbour set by two records (issue 13 item 6), beyond
+    the sensitivity the aggregation is charged for. Rows are checked with :func:`check_rows`; a NaN result raises
+    :class:`~mechanisms.errors.NumericalError` (it never reaches a ranking). Call it on blocks of queries
+    (:func:`query_blocks`) to bound memory at ``block * n`` float64.
 
     Parameters
     ----------
@@ -246,14 +255,23 @@ def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
         Validated queries (:func:`check_features`).
     reference : Reference
     """
-    sq = check_rows(Q, reference.metric, "Q", owner)
-    if reference.metric == "cosine":
-        out = torch.matmul(_unit_rows(Q), reference.points.T).neg_().add_(1.0).clamp_(min=0.0)
-    else:
-        q = torch.from_numpy(np.ascontiguousarray(Q, dtype=np.float32))
-        out = torch.matmul(q, reference.points.T).mul_(-2.0)
-        out.add_(torch.from_numpy(sq.astype(np.float32))[:, None]).add_(reference.sq_norms[None, :])
-        out = out.clamp_(min=0.0).sqrt_()
+    check_rows(Q, reference.metric, "Q", owner)
+    q = _unit_rows(Q) if reference.metric == "cosine" else torch.from_numpy(np.ascontiguousarray(Q, dtype=np.float32))
+    b, n = q.shape[0], reference.n
+    out = torch.empty((b, n), dtype=torch.float64)
+    step = max(1, _PAIRS_PER_CALL // max(n, 1))
+    cols_row = np.arange(n, dtype=np.int64)
+    for start in range(0, b, step):
+        qs = q[start : start + step]
+        m = qs.shape[0]
+        rows, cols = np.repeat(np.arange(m, dtype=np.int64), n), np.tile(cols_row, m)
+        dots = pair_dots(qs, reference.points, rows, cols).reshape(m, n).to(torch.float64)
+        if reference.metric == "cosine":
+            out[start : start + m] = (1.0 - dots).clamp_(min=0.0)
+        else:
+            sq_q = canonical_sq_norms(qs).to(torch.float64)
+            d2 = sq_q[:, None] + reference.sq_norms.to(torch.float64)[None, :] - 2.0 * dots
+            out[start : start + m] = d2.clamp_(min=0.0).sqrt_()
     if bool(torch.isnan(out).any()):  # cannot happen for validated input; never let NaN reach a ranking
         raise NumericalError(f"{owner}: a distance came out NaN.")
     return out
