@@ -258,15 +258,31 @@ class IndividualRenyiFilter:
         self._active[idx] = False
         self._remaining[idx] = 0.0
 
-    def add(self, n):
-        """Append ``n`` records with fresh budgets; return their indices."""
+    def add(self, n, spent=None):
+        """Append ``n`` records and return their indices.
+
+        ``spent`` (length ``n``, default zeros) is what each record has already spent: a record seen before (by
+        its identity, e.g. removed and added back, or refitted) keeps its spend, so its budget is never refreshed.
+        A record at full spend is added retired; a spend above ``budget * (1 + rtol)`` is refused (the guarantee
+        of the budget would not hold for it). Validated before anything changes.
+        """
         n = _validate.integer(n, "n", f"{_OWNER}.add", minimum=0)
+        prior = np.zeros(n) if spent is None else np.asarray(spent, dtype=np.float64).reshape(-1)
+        if prior.shape != (n,):
+            raise ValueError(f"`spent` of {_OWNER}.add must have length {n}; got shape {np.shape(spent)}.")
+        bad = ~(np.isfinite(prior) & (prior >= 0) & (prior <= self._budget * (1.0 + RTOL)))
+        if bad.any():
+            raise ValueError(
+                f"`spent` of {_OWNER}.add must be in [0, budget * (1 + rtol)] = [0, {self._budget * (1 + RTOL):.6g}]; "
+                f"got {prior[bad][0]!r} (a record that spent more than this budget cannot be given it)."
+            )
         start = self.n_records
-        self._spent = np.concatenate((self._spent, np.zeros(n)))
-        self._retired = np.concatenate((self._retired, np.zeros(n, dtype=bool)))
+        done = prior >= self._budget * (1.0 - RTOL)
+        self._spent = np.concatenate((self._spent, prior))
+        self._retired = np.concatenate((self._retired, done))
         self._removed = np.concatenate((self._removed, np.zeros(n, dtype=bool)))
-        self._active = np.concatenate((self._active, np.ones(n, dtype=bool)))
-        self._remaining = np.concatenate((self._remaining, np.full(n, self._budget)))
+        self._active = np.concatenate((self._active, ~done))
+        self._remaining = np.concatenate((self._remaining, np.where(done, 0.0, np.maximum(self._budget - prior, 0.0))))
         return np.arange(start, start + n, dtype=np.intp)
 
     def remove(self, indices):

@@ -95,7 +95,7 @@ def speed_section(args, rng):
     for kernel, nu in (("cosine", None), ("rbf", 1.0)):
         tau = pick_tau(X, Q, kernel, nu, args.pairs)
         params = dict(epsilon=1.0, delta=1e-5, kernel=kernel, nu=nu, tau=tau, sigma2=0.5, n_queries=T,
-                      random_state=0)
+                      n_classes=10, random_state=0)
         if kernel == "cosine":
             bare_floor(X, warm, tau)
             n_pairs, floor_wall, floor_cpu = timed(lambda: bare_floor(X, Q, tau), args.repeat)
@@ -163,7 +163,7 @@ def lsh_section(args, rng):
     Q, yq = clustered(T + 64, d, rng, centres, args.spread)
     warm, Q, yq = Q[:64], Q[64:], yq[64:]
     tau = pick_tau(X, Q, "cosine", None, args.pairs * n / args.n)
-    params = dict(epsilon=1.0, delta=1e-5, tau=tau, sigma2=0.5, n_queries=T, random_state=0)
+    params = dict(epsilon=1.0, delta=1e-5, tau=tau, sigma2=0.5, n_queries=T, n_classes=10, random_state=0)
     results = {}
     for search in ("exact", "lsh"):
         kw = dict(search=search, lsh_tables=30, lsh_bits=8)

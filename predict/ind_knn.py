@@ -40,7 +40,7 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> X = np.vstack([rng.normal([3, 0], 0.3, (100, 2)), rng.normal([0, 3], 0.3, (100, 2))])
 >>> y = np.repeat([0, 1], 100)
->>> clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.9, sigma2=0.2, n_queries=10, random_state=0)
+>>> clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.9, sigma2=0.2, n_queries=10, n_classes=2, random_state=0)
 >>> clf.fit(X, y).predict([[1.0, 0.05], [0.05, 1.0]]).tolist()
 [0, 1]
 >>> round(clf.privacy_report(1e-5).epsilon, 6) <= 1.0
@@ -57,6 +57,7 @@ import torch
 from accountants import individual_conversions as _conv
 from accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
 from predict._common import check_features, check_fitted, check_labels
+from predict.identity import SpendHistory, fingerprints
 from predict.lsh import LSHSearch
 from predict.neighbours import ExactSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
 
@@ -68,6 +69,8 @@ _CHARGE_UP = 1.0 + 1e-14
 #: Clipped contributions are shrunk by this relative amount, so their true charge stays below what is left.
 _SHRINK = 1.0 - 1e-9
 _STATE_FORMAT = "dpledger.IndKNNClassifier"
+#: Largest noise scale accepted: with it every count and vote stays far inside float64 (checked before charging).
+_MAX_SIGMA = 1e100
 _PARAMS = (
     "epsilon", "delta", "kernel", "nu", "tau", "sigma2", "sigma1", "n_queries", "min_count", "reuse_predictions",
     "search", "lsh_tables", "lsh_bits", "block_size", "accounting", "n_classes", "random_state",
@@ -144,11 +147,24 @@ class IndKNNClassifier:
         Queries per matrix product (default 256 exact, 2048 LSH). Does not change any output.
     accounting : {"rdp", "gdp"}, default "rdp"
         The filter's theorem (:class:`accountants.individual_filter.IndividualRenyiFilter`).
-    n_classes : int, optional
-        Number of classes (labels are ``0..n_classes-1``); default ``max(y) + 1``, in which case the label set
-        is treated as public knowledge.
+    n_classes : int
+        Number of classes ``>= 2`` (labels are ``0..n_classes-1``): **required**, public input, never read off the
+        private labels (a canary with a label nobody else has made that label appear in 6,558 of 10,000 outputs
+        when it was); labels outside it are refused.
     random_state : None, int, SeedSequence or Generator
-        Seeds the noise and the LSH hyperplanes (not cryptographically secure).
+        ``None`` (default): fresh entropy from the operating system, so no two classifiers share noise, and a
+        classifier restored by :meth:`load_state_dict` draws fresh noise too. A seed is for reproducing
+        experiments only (a restored seeded classifier continues its stream exactly, so two restores of one state
+        draw the same noise). Not cryptographically secure.
+
+    Notes
+    -----
+    **Budgets are never refreshed.** Records are tracked by identity (:mod:`predict.identity`: a fingerprint of
+    the record as the search holds it, rows scaled to unit norm for the cosine kernel, and its label) across
+    their whole history: fitting again keeps what every record already spent (and
+    the generator, so a seeded refit does not replay its noise), and a record removed and added back, or seen in
+    an earlier fit, starts from its spend, never from zero. Records with the same content share the larger spend.
+    :meth:`fit`, :meth:`add` and :meth:`load_state_dict` validate everything before changing anything.
     """
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, kernel="cosine", nu=None, tau=0.5, sigma2=1.0, sigma1=None,
@@ -177,57 +193,87 @@ class IndKNNClassifier:
         return {name: getattr(self, name) for name in _PARAMS}
 
     # -------------------------------------------------------------------------------------------------- fit
-    def _validate_params(self):
-        _real(self.epsilon, "epsilon")
-        _real(self.delta, "delta", hi=1.0)
-        _check_kernel(self.kernel, self.nu, _OWNER)
-        _check_tau(self.tau, _OWNER)
-        _real(self.sigma2, "sigma2")
-        if self.sigma1 is not None:
-            _real(self.sigma1, "sigma1")
-        _int(self.n_queries, "n_queries")
-        _real(self.min_count, "min_count")
-        if not isinstance(self.reuse_predictions, (bool, np.bool_)):
-            raise TypeError(f"`reuse_predictions` of {_OWNER} must be a bool; got {self.reuse_predictions!r}.")
-        if self.search not in ("exact", "lsh"):
-            raise ValueError(f"`search` of {_OWNER} must be one of ['exact', 'lsh']; got {self.search!r}.")
-        _int(self.lsh_tables, "lsh_tables")
-        _int(self.lsh_bits, "lsh_bits")
-        if self.block_size is not None:
-            _int(self.block_size, "block_size")
-        if self.n_classes is not None:
-            _int(self.n_classes, "n_classes")
-        if self.accounting not in ("rdp", "gdp"):
-            raise ValueError(f"`accounting` of {_OWNER} must be one of ['rdp', 'gdp']; got {self.accounting!r}.")
+    def _validate_params(self, params=None):
+        p = self.get_params() if params is None else params
+        _real(p["epsilon"], "epsilon")
+        _real(p["delta"], "delta", hi=1.0)
+        _check_kernel(p["kernel"], p["nu"], _OWNER)
+        _check_tau(p["tau"], _OWNER)
+        # noise scales are bounded so that every vote and count stays finite (validated before any charge):
+        # a larger one overflowed the votes after the budgets were charged
+        _real(p["sigma2"], "sigma2", hi=_MAX_SIGMA)
+        if p["sigma1"] is not None:
+            _real(p["sigma1"], "sigma1", hi=_MAX_SIGMA)
+        _int(p["n_queries"], "n_queries")
+        _real(p["min_count"], "min_count")
+        if not isinstance(p["reuse_predictions"], (bool, np.bool_)):
+            raise TypeError(f"`reuse_predictions` of {_OWNER} must be a bool; got {p['reuse_predictions']!r}.")
+        if p["search"] not in ("exact", "lsh"):
+            raise ValueError(f"`search` of {_OWNER} must be one of ['exact', 'lsh']; got {p['search']!r}.")
+        _int(p["lsh_tables"], "lsh_tables")
+        _int(p["lsh_bits"], "lsh_bits")
+        if p["block_size"] is not None:
+            _int(p["block_size"], "block_size")
+        if p["n_classes"] is None:
+            raise ValueError(
+                f"`n_classes` of {_OWNER} is required: the label domain is public input and is never read off the "
+                "private labels (a record with a label nobody else has would reveal itself)."
+            )
+        _int(p["n_classes"], "n_classes", lo=2)
+        if p["accounting"] not in ("rdp", "gdp"):
+            raise ValueError(f"`accounting` of {_OWNER} must be one of ['rdp', 'gdp']; got {p['accounting']!r}.")
 
     def fit(self, X, y):
-        """Store the private records with fresh budgets ``B``; returns self."""
+        """Store the private records; returns self.
+
+        A refit keeps everything already spent: each record starts from what its identity spent before (0 for a
+        record never seen), the generator and the counts carry over (class Notes). Validated entirely before
+        anything changes: a rejected fit leaves the classifier as it was.
+        """
         self._validate_params()
         X = check_features(X, "X", f"{_OWNER}.fit")
-        y, n_classes = check_labels(y, X.shape[0], f"{_OWNER}.fit", num_classes=self.n_classes)
+        y, _ = check_labels(y, X.shape[0], f"{_OWNER}.fit", num_classes=self.n_classes)
+        # the search's own checks, before any change; identities are of the records as the search holds them
+        fps = fingerprints(prepare_points(X, self.kernel, owner=f"{_OWNER}.fit"), y)
+        budget = _budget(float(self.epsilon), float(self.delta), self.accounting)
+        refit = hasattr(self, "filter_")
+        history = self._current_history() if refit else SpendHistory()
+        filt = IndividualRenyiFilter(budget, 0, accounting=self.accounting)
+        prior = history.prior(fps)
+        filt.add(X.shape[0], spent=prior)  # refuses a record that already spent more than this budget
         seeds = _seed_sequence(self.random_state).spawn(2)
-        self.budget_ = _budget(float(self.epsilon), float(self.delta), self.accounting)
-        self.sigma1_ = float(self.sigma1) if self.sigma1 is not None else math.sqrt(self.n_queries / (6 * self.budget_))
-        self.n_classes_ = n_classes
+        block = self.block_size or (2048 if self.search == "lsh" else 256)
+        rng = self._rng if refit else np.random.Generator(np.random.PCG64(seeds[0]))
+        if self.search == "lsh":
+            search = LSHSearch(X, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
+                               bits=self.lsh_bits, rng=np.random.Generator(np.random.PCG64(seeds[1])))
+        else:
+            search = ExactSearch(X, kernel=self.kernel, nu=self.nu, block_size=block)
+        # Everything validated and built: commit.
+        self.budget_ = budget
+        self.sigma1_ = float(self.sigma1) if self.sigma1 is not None else math.sqrt(self.n_queries / (6 * budget))
+        self.n_classes_ = int(self.n_classes)
         self.n_features_in_ = X.shape[1]
         self.y_ = y.copy()
-        block = self.block_size or (2048 if self.search == "lsh" else 256)
-        if self.search == "lsh":
-            self.search_ = LSHSearch(X, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
-                                     bits=self.lsh_bits, rng=np.random.Generator(np.random.PCG64(seeds[1])))
-        else:
-            self.search_ = ExactSearch(X, kernel=self.kernel, nu=self.nu, block_size=block)
-        self.filter_ = IndividualRenyiFilter(self.budget_, X.shape[0], accounting=self.accounting)
-        self._rng = np.random.Generator(np.random.PCG64(seeds[0]))
+        self.search_, self.filter_, self._rng = search, filt, rng
+        self._fps, self._history = fps, history
         self._public_X = np.zeros((0, X.shape[1]), dtype=np.float32)
         self._public_y = np.zeros(0, dtype=np.int64)
-        self._median_spend = np.zeros((0, 2))
-        self._sorted_spend = np.zeros(X.shape[0])
+        if not refit:
+            self._median_spend = np.zeros((0, 2))
+            self.n_queries_ = 0
+            self.n_answered_ = 0
+        self._sorted_spend = np.sort(prior)
         self._log = []
         self._sync()
-        self.n_queries_ = 0
-        self.n_answered_ = 0
         return self
+
+    def _current_history(self):
+        """Every identity's largest spend so far: the stored history and the records held now (removed ones too)."""
+        self._flush()
+        history = self._history.copy()
+        history.update(self._fps, self.filter_.spent)
+        return history
 
     # ---------------------------------------------------------------------------------------------- predict
     def predict(self, Q):
@@ -380,17 +426,24 @@ class IndKNNClassifier:
 
     # ------------------------------------------------------------------------------------------ data changes
     def add(self, X, y):
-        """Add private records with fresh budgets; returns their indices."""
+        """Add private records and return their indices. A record seen before (the same content: removed and added
+        back, or in an earlier fit) starts from what it spent, never from a fresh budget. Validated before any
+        change."""
         check_fitted(self, ["filter_"])
         X = check_features(X, "X", f"{_OWNER}.add", n_features=self.n_features_in_, allow_empty=True)
         y, _ = check_labels(y, X.shape[0], f"{_OWNER}.add", num_classes=self.n_classes_)
-        prepare_points(X, self.kernel, owner=f"{_OWNER}.add")  # validate before changing anything
-        self._flush()
+        fps = fingerprints(prepare_points(X, self.kernel, owner=f"{_OWNER}.add"), y)  # validates before any change
+        prior = self._current_history().prior(fps)
+        limit = self.budget_ * (1.0 + RTOL)
+        if (prior > limit).any():
+            raise ValueError(f"{_OWNER}.add: a record already spent {prior.max():.6g}, more than the budget "
+                             f"{self.budget_:.6g}; it cannot be added back.")
         self.search_.add(X)
-        new = self.filter_.add(X.shape[0])
+        new = self.filter_.add(X.shape[0], spent=prior)
         self.y_ = np.concatenate([self.y_, y])
+        self._fps = np.concatenate([self._fps, fps])
         self._sync()
-        self._sorted_spend = np.concatenate([np.zeros(X.shape[0]), self._sorted_spend])
+        self._sorted_spend = np.sort(np.concatenate([prior, self._sorted_spend]))
         return new.astype(np.int64)
 
     def remove(self, indices):
@@ -407,7 +460,10 @@ class IndKNNClassifier:
 
     # ------------------------------------------------------------------------------------------ persistence
     def state_dict(self):
-        """Everything needed to continue exactly where this classifier is: data, budgets, generator, history."""
+        """Everything needed to continue exactly where this classifier is: data, budgets, identities and their
+        history, generator, history of the audit. Plain numpy arrays and Python scalars (keys: ``format``,
+        ``params``, ``X``, ``y``, ``n_classes``, ``budget``, ``sigma1``, ``filter``, ``fingerprints``, ``history``,
+        ``rng``, ``hyperplanes``, ``public_X``, ``public_y``, ``median_spend``, ``n_queries``, ``n_answered``)."""
         check_fitted(self, ["filter_"])
         self._flush()
         return {
@@ -419,6 +475,8 @@ class IndKNNClassifier:
             "budget": self.budget_,
             "sigma1": self.sigma1_,
             "filter": self.filter_.state_dict(),
+            "fingerprints": self._fps.copy(),
+            "history": self._current_history().state_dict(),  # every identity's spend, the present ones too
             "rng": self._rng.bit_generator.state,
             "hyperplanes": self.search_.hyperplanes.copy() if isinstance(self.search_, LSHSearch) else None,
             "public_X": self._public_X.copy(),
@@ -429,38 +487,82 @@ class IndKNNClassifier:
         }
 
     def load_state_dict(self, state):
-        """Restore :meth:`state_dict` (hyper-parameters included); no budget is refreshed. Returns self."""
+        """Restore :meth:`state_dict` (hyper-parameters included); no budget is refreshed. Returns self.
+
+        Everything is validated before anything changes (a rejected state leaves the classifier as it was).
+        An unseeded classifier (``random_state=None``) continues with fresh entropy, never the stored stream, so
+        two classifiers restored from copies of one state do not share noise; a seeded one continues its stream.
+        """
+        owner = f"{_OWNER}.load_state_dict"
+        keys = {"format", "params", "X", "y", "n_classes", "budget", "sigma1", "filter", "fingerprints", "history",
+                "rng", "hyperplanes", "public_X", "public_y", "median_spend", "n_queries", "n_answered"}
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
-            raise ValueError(f"`state` of {_OWNER}.load_state_dict must come from state_dict(); got another object.")
-        for name, value in state["params"].items():
-            setattr(self, name, value)
-        self._validate_params()
+            raise ValueError(f"`state` of {owner} must come from state_dict(); got another object.")
+        if set(state) != keys:
+            raise ValueError(f"`state` of {owner} must have exactly the keys of state_dict(); missing "
+                             f"{sorted(keys - set(state))}, unexpected {sorted(set(state) - keys)}.")
+        params = state["params"]
+        if not isinstance(params, dict) or set(params) != set(_PARAMS):
+            raise ValueError(f"`params` of {owner} must hold exactly {list(_PARAMS)}.")
+        self._validate_params(params)
         filt = IndividualRenyiFilter.from_state_dict(state["filter"])
-        X = np.asarray(state["X"], dtype=np.float32)
-        if filt.n_records != X.shape[0] or np.asarray(state["y"]).shape != (X.shape[0],):
-            raise ValueError(f"`state` of {_OWNER}.load_state_dict has records, labels and budgets of different sizes.")
-        block = self.block_size or (2048 if self.search == "lsh" else 256)
-        if self.search == "lsh":
-            search = LSHSearch(X, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
-                               bits=self.lsh_bits, hyperplanes=state["hyperplanes"])
+        X = check_features(state["X"], "X", owner, allow_empty=True)
+        n = X.shape[0]
+        y, _ = check_labels(state["y"], n, owner, num_classes=params["n_classes"])
+        budget = _budget(float(params["epsilon"]), float(params["delta"]), params["accounting"])
+        if filt.n_records != n or int(state["n_classes"]) != params["n_classes"]:
+            raise ValueError(f"`state` of {owner} has records, labels, classes and budgets that do not agree.")
+        if float(state["budget"]) != budget or filt.budget != budget or filt.accounting != params["accounting"]:
+            raise ValueError(f"`budget` of {owner} must be the budget of the stored epsilon and delta ({budget!r}); "
+                             f"got {state['budget']!r} (filter {filt.budget!r}).")
+        fps = np.asarray(state["fingerprints"])
+        if fps.dtype != np.uint8 or fps.shape != (n, fingerprints(X[:0], y[:0]).shape[1]) or not np.array_equal(
+                fps, fingerprints(X, y)):
+            raise ValueError(f"`fingerprints` of {owner} must be the identities of the stored records.")
+        history = SpendHistory.from_state_dict(state["history"], owner)
+        if (history.prior(fps) > filt.spent).any():
+            raise ValueError(f"`state` of {owner} gives a record less spend than its history (a refreshed budget).")
+        sigma1 = _real(state["sigma1"], "sigma1", hi=_MAX_SIGMA)
+        if params["sigma1"] is not None and sigma1 != float(params["sigma1"]):
+            raise ValueError(f"`sigma1` of {owner} must equal the stored parameter; got {sigma1!r}.")
+        counts = [state["n_queries"], state["n_answered"]]
+        if any(isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 0 for c in counts):
+            raise ValueError(f"`n_queries`, `n_answered` of {owner} must be non-negative integers; got {counts}.")
+        public_X = np.asarray(state["public_X"], dtype=np.float32)
+        public_y = np.asarray(state["public_y"], dtype=np.int64)
+        median = np.asarray(state["median_spend"], dtype=np.float64)
+        if public_X.ndim != 2 or public_X.shape[1] != X.shape[1] or public_y.shape != (public_X.shape[0],) or \
+                median.ndim != 2 or median.shape[1:] != (2,):
+            raise ValueError(f"`public_X`, `public_y`, `median_spend` of {owner} have the wrong shapes.")
+        block = params["block_size"] or (2048 if params["search"] == "lsh" else 256)
+        if params["search"] == "lsh":
+            search = LSHSearch(X, kernel=params["kernel"], nu=params["nu"], block_size=block, prepared=True,
+                               tables=params["lsh_tables"], bits=params["lsh_bits"], hyperplanes=state["hyperplanes"])
         else:
-            search = ExactSearch(X, kernel=self.kernel, nu=self.nu, block_size=block)
-        rng = np.random.Generator(np.random.PCG64())
-        rng.bit_generator.state = state["rng"]
+            search = ExactSearch(X, kernel=params["kernel"], nu=params["nu"], block_size=block, prepared=True)
+        if params["random_state"] is None:
+            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence()))  # fresh entropy (docstring)
+        else:
+            rng = np.random.Generator(np.random.PCG64())
+            try:
+                rng.bit_generator.state = state["rng"]
+            except (TypeError, ValueError, KeyError) as exc:
+                raise ValueError(f"`rng` of {owner} is not a PCG64 generator state: {exc}") from None
+        # Everything validated and built: commit.
+        for name, value in params.items():
+            setattr(self, name, value)
         self.search_, self.filter_, self._rng = search, filt, rng
-        self.y_ = np.asarray(state["y"], dtype=np.int64).copy()
-        self.n_classes_ = int(state["n_classes"])
+        self.y_ = y.copy()
+        self._fps, self._history = fps.copy(), history
+        self.n_classes_ = int(params["n_classes"])
         self.n_features_in_ = X.shape[1]
-        self.budget_ = float(state["budget"])
-        self.sigma1_ = float(state["sigma1"])
-        self._public_X = np.asarray(state["public_X"], dtype=np.float32).copy()
-        self._public_y = np.asarray(state["public_y"], dtype=np.int64).copy()
-        self._median_spend = np.asarray(state["median_spend"], dtype=np.float64).copy()
+        self.budget_ = budget
+        self.sigma1_ = sigma1
+        self._public_X, self._public_y, self._median_spend = public_X.copy(), public_y.copy(), median.copy()
         self._sorted_spend = np.sort(filt.spent[~filt.removed])
         self._log = []
         self._sync()
-        self.n_queries_ = int(state["n_queries"])
-        self.n_answered_ = int(state["n_answered"])
+        self.n_queries_, self.n_answered_ = int(counts[0]), int(counts[1])
         return self
 
 

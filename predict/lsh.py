@@ -62,14 +62,14 @@ class LSHSearch(ExactSearch):
     CHUNK_PAIRS = 1 << 22
 
     def __init__(self, X, *, kernel="cosine", nu=None, block_size=2048, tables=30, bits=8, rng=None,
-                 hyperplanes=None):
+                 hyperplanes=None, prepared=False):
         owner = type(self).__name__
         for name, value, hi in (("tables", tables, 10_000), ("bits", bits, 62)):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not 1 <= value <= hi:
                 raise ValueError(f"`{name}` of {owner} must be an integer in [1, {hi}]; got {value!r}.")
         if hyperplanes is None and not isinstance(rng, np.random.Generator):
             raise TypeError(f"`rng` of {owner} must be a numpy.random.Generator; got {type(rng).__name__}.")
-        super().__init__(X, kernel=kernel, nu=nu, block_size=block_size)
+        super().__init__(X, kernel=kernel, nu=nu, block_size=block_size, prepared=prepared)
         self.tables = int(tables)
         self.bits = int(bits)
         d = self._X.shape[1]

@@ -270,12 +270,17 @@ class ExactSearch:
         Queries per matrix product (memory ``block_size * n`` float32).
     """
 
-    def __init__(self, X, *, kernel="cosine", nu=None, block_size=256):
+    def __init__(self, X, *, kernel="cosine", nu=None, block_size=256, prepared=False):
         owner = type(self).__name__
         self.kernel = _check_kernel(kernel, nu, owner)
         self.nu = None if nu is None else float(nu)
         self.block_size = _check_block_size(block_size, owner)
-        self._X = prepare_points(X, self.kernel, owner=owner)
+        if prepared:  # points as :attr:`points` returned them (a restored state): kept bit for bit
+            self._X = np.array(X, dtype=np.float32, order="C", copy=True)
+            if self._X.ndim != 2 or not np.isfinite(self._X).all():
+                raise ValueError(f"`X` of {owner} must be 2-D and finite; got shape {self._X.shape}.")
+        else:  # (normalising again would move the low bits of cosine rows, and with them their identities)
+            self._X = prepare_points(X, self.kernel, owner=owner)
         self._set_tensors()
 
     def _set_tensors(self):

@@ -55,7 +55,7 @@ def test_ind_knn_on_digits_equals_the_classifier(capsys, digits):
     n = 300  # more than one chunk of 256: chunked answering must equal one call
     data = run_json(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", str(n),
                     "--epsilon", "4", "--tau", "0.85", "--random-state", "3")
-    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma2=1.0, n_queries=n, random_state=3)
+    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma2=1.0, n_queries=n, n_classes=10, random_state=3)
     pred = clf.fit(digits.X_private, digits.y_private).predict(digits.X_query[:n])
     assert data["accuracy"] == float(np.mean(pred == digits.y_query[:n]))
     assert data["n_queries"] == n and data["n_answered"] == clf.n_answered_
@@ -235,7 +235,7 @@ def test_state_file_keeps_budgets_between_runs(capsys, digits, tmp_path):
     assert first["state"]["resumed"] is False and second["state"]["resumed"] is True
     assert second["state"]["n_queries_total"] == 160 and second["n_queries"] == 80
     # the same as one classifier answering the queries twice: nothing was refreshed
-    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.85, n_queries=80, random_state=0)
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.85, n_queries=80, n_classes=10, random_state=0)
     clf.fit(digits.X_private, digits.y_private)
     Q, y = digits.X_query[:80], digits.y_query[:80]
     assert first["accuracy"] == float(np.mean(clf.predict(Q) == y))

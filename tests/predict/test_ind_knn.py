@@ -187,7 +187,7 @@ def test_no_spend_exceeds_budget_and_unselected_pay_nothing(seed, epsilon, kerne
     X, y, Q = blobs(seed, 40, 30, 3, 3)
     nu = 2.0 if kernel == "rbf" else None
     clf = IndKNNClassifier(epsilon, 1e-5, kernel=kernel, nu=nu, tau=0.7, sigma2=0.3, n_queries=4, min_count=3,
-                           reuse_predictions=reuse, random_state=seed).fit(X, y)
+                           reuse_predictions=reuse, n_classes=3, random_state=seed).fit(X, y)
     ref = ReferenceIndKNN(X, y, epsilon=epsilon, delta=1e-5, tau=0.7, sigma2=0.3, kernel=kernel, nu=nu)
     assume(far_from_tau(ref, Q, 0.7))
     clf.predict(Q)
@@ -247,7 +247,7 @@ def test_pure_noise_answers_are_not_a_fixed_label():
 
 def test_guarantee_does_not_depend_on_number_of_queries():
     X, y, Q = blobs(0, 50, 60, 3, 3)
-    clf = IndKNNClassifier(1.0, 1e-5, tau=0.6, sigma2=0.5, n_queries=20, random_state=0).fit(X, y)
+    clf = IndKNNClassifier(1.0, 1e-5, tau=0.6, sigma2=0.5, n_queries=20, n_classes=3, random_state=0).fit(X, y)
     before = clf.privacy_report(1e-5)
     clf.predict(Q)
     clf.predict(Q)
@@ -323,21 +323,24 @@ def test_save_restore_keeps_spends_and_continues_identically(seed, search, reuse
     assert np.all(restored.filter_.spent >= spent)  # nothing was refreshed
 
 
-def test_add_gives_fresh_budgets():
+def test_add_gives_fresh_budgets_to_new_records_only():
     X, y, Q = blobs(1, 30, 40, 3, 2)
-    clf = IndKNNClassifier(0.2, 1e-5, tau=0.5, sigma2=0.5, n_queries=5, random_state=0).fit(X, y)
+    clf = IndKNNClassifier(0.2, 1e-5, tau=0.5, sigma2=0.5, n_queries=5, n_classes=2, random_state=0).fit(X, y)
     clf.predict(Q)
     assert clf.n_retired_ > 0
-    new = clf.add(X[:5], y[:5])
+    new = clf.add(X[:5] + 0.01, y[:5])  # new records
     assert new.tolist() == [30, 31, 32, 33, 34]
     assert np.all(clf.filter_.spent[new] == 0.0) and np.all(clf.filter_.active[new])
     clf.predict(Q[:5])
     assert clf.filter_.spent[new].max() > 0.0
+    # the same content again (issue 13 item 2): it starts from what its identity spent, never from zero
+    again = clf.add(X[:5], y[:5])
+    np.testing.assert_array_equal(clf.filter_.spent[again], clf.filter_.spent[:5])
 
 
 def test_median_epsilon_history_matches_spends():
     X, y, Q = blobs(2, 31, 25, 3, 3)
-    clf = IndKNNClassifier(1.0, 1e-5, tau=0.6, sigma2=0.4, n_queries=10, random_state=0).fit(X, y)
+    clf = IndKNNClassifier(1.0, 1e-5, tau=0.6, sigma2=0.4, n_queries=10, n_classes=3, random_state=0).fit(X, y)
     spends = []
     for q in Q:
         clf.predict(q[None, :])
@@ -360,18 +363,18 @@ def test_median_epsilon_history_matches_spends():
 
 def test_default_sigma1_and_budget():
     X, y, _ = blobs(0, 10, 1, 2, 2)
-    clf = IndKNNClassifier(1.0, 1e-5, n_queries=600).fit(X, y)
+    clf = IndKNNClassifier(1.0, 1e-5, n_queries=600, n_classes=2).fit(X, y)
     assert clf.budget_ == budget_for(1.0, 1e-5)
     assert clf.sigma1_ == pytest.approx(math.sqrt(600 / (6 * clf.budget_)), rel=1e-15)  # supplement Sec 3
-    assert IndKNNClassifier(1.0, 1e-5, sigma1=2.5).fit(X, y).sigma1_ == 2.5
-    gdp = IndKNNClassifier(1.0, 1e-5, accounting="gdp").fit(X, y)
+    assert IndKNNClassifier(1.0, 1e-5, sigma1=2.5, n_classes=2).fit(X, y).sigma1_ == 2.5
+    gdp = IndKNNClassifier(1.0, 1e-5, accounting="gdp", n_classes=2).fit(X, y)
     assert gdp.budget_ > clf.budget_ and gdp.privacy_report(1e-5).epsilon <= 1.0
 
 
 def test_blocking_and_call_splitting_do_not_change_outputs():
     X, y, Q = blobs(4, 200, 60, 5, 4)
     params = dict(epsilon=0.5, delta=1e-5, tau=0.5, sigma2=0.5, n_queries=30, reuse_predictions=True,
-                  random_state=11)
+                  n_classes=4, random_state=11)
     a = IndKNNClassifier(block_size=1, **params).fit(X, y).predict(Q)
     b = IndKNNClassifier(block_size=256, **params).fit(X, y).predict(Q)
     c_clf = IndKNNClassifier(block_size=7, **params).fit(X, y)
@@ -403,8 +406,8 @@ def test_not_fitted_and_validation():
     ]
     for kwargs, error, match in cases:
         with pytest.raises(error, match=match):
-            IndKNNClassifier(**kwargs).fit(X, y)
-    fitted = IndKNNClassifier().fit(X, y)
+            IndKNNClassifier(**{"n_classes": 2, **kwargs}).fit(X, y)
+    fitted = IndKNNClassifier(n_classes=2).fit(X, y)
     with pytest.raises(ValueError, match="must be finite"):
         fitted.predict([[np.nan, 1.0]])
     with pytest.raises(ValueError, match="must have 2 features"):
