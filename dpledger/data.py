@@ -116,12 +116,15 @@ def _pair(paths, what, *, labels_required):
     return X, _labels(_read(paths[1], flag), X.shape[0], what)
 
 
-def load_files(private, queries, *, num_classes=None):
+def load_files(private, queries, *, num_classes):
     """:class:`Arrays` from the paths given to ``--private`` and ``--queries``.
 
-    ``num_classes`` is the public size of the label domain; without it the domain is taken from the labels
-    (which is right only when it is public knowledge; the description says so).
+    ``num_classes`` is the public size of the label domain (required: it is never taken from the private labels,
+    where a label only one record has would reveal that record); labels outside it are refused.
     """
+    if num_classes is None:
+        raise ValueError("--num-classes C is required with --private files: the label domain is public input, "
+                         "never read off the private labels.")
     X, y = _pair(private, "private", labels_required=True)
     Q, yq = _pair(queries, "query", labels_required=False)
     if Q.shape[1] != X.shape[1]:
@@ -129,9 +132,6 @@ def load_files(private, queries, *, num_classes=None):
     largest = int(max(y.max(), -1 if yq is None else yq.max()))
     description = (f"files: {X.shape[0]} private records, {Q.shape[0]} queries"
                    f"{'' if yq is None else ' with labels'}, {X.shape[1]} features")
-    if num_classes is None:
-        num_classes = max(largest + 1, 2)
-        description += f"; label domain 0..{num_classes - 1} taken from the labels (assumed public)"
-    elif largest >= num_classes:
+    if largest >= num_classes:
         raise ValueError(f"--num-classes is {num_classes} but the labels go up to {largest}.")
     return Arrays(X, y, Q, yq, description, int(num_classes))

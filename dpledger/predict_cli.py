@@ -5,6 +5,7 @@ user's .npy / .npz files and prints accuracy, queries answered and the privacy r
 classifiers happen only when these commands run, so ``dpledger epsilon`` stays fast.
 """
 
+import argparse
 import sys
 
 from dpledger import _format
@@ -39,6 +40,16 @@ def _positive_int(text):
     return n
 
 
+def _seed(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {text!r}")
+    return value
+
+
 def _delta(text):
     import argparse
 
@@ -69,7 +80,8 @@ def add_parsers(sub):
                       help="queries: q.npz (X, optional y) or Q.npy [y.npy]; with labels, accuracy is printed")
     data.add_argument("--n-queries", type=_positive_int, metavar="N", help="answer only the first N queries")
     data.add_argument("--num-classes", type=_positive_int, metavar="C",
-                      help="size of the (public) label domain 0..C-1 for files (default: from the labels)")
+                      help="size of the public label domain 0..C-1: required with --private files (it is never "
+                      "read off the private labels: a label only one record has would reveal that record)")
     priv = p.add_argument_group("privacy")
     priv.add_argument("--epsilon", type=_positive_float,
                       help="Ind-KNN: every record's budget; Private-kNN: the noise is calibrated so that all "
@@ -94,7 +106,13 @@ def add_parsers(sub):
                     help="noisy screening before answering (auto: on from 10,000 private records)")
     pk.add_argument("--sigma-vote", type=_positive_float, help="vote noise, instead of calibrating it to --epsilon")
     pk.add_argument("--sigma-screen", type=_positive_float, help="screening noise (default 85/20 sigma-vote)")
-    p.add_argument("--random-state", type=int, default=0, help="seed of the noise (not cryptographically secure)")
+    p.add_argument("--random-state", type=_seed, default=None, metavar="SEED",
+                   help="seed of the noise, for reproducing experiments only (default: fresh entropy from the "
+                   "operating system; two runs with one seed on neighbouring data differ exactly by the data's "
+                   "effect). Not cryptographically secure.")
+    p.add_argument("--audit", action="store_true",
+                   help="also print data-dependent statistics for the data holder's eyes (per-record spends, "
+                   "retired records, the median-spend history, Private-kNN's realised spend): not releasable")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -112,7 +130,8 @@ def add_parsers(sub):
     d.add_argument("--delta", type=_delta, default=1e-5, help="delta (default 1e-5)")
     d.add_argument("--max-queries", type=_positive_int, default=1000,
                    help="queries answered per data set (default 1000; digits has 500)")
-    d.add_argument("--random-state", type=int, default=0)
+    d.add_argument("--random-state", type=_seed, default=None, metavar="SEED",
+                   help="seed of the noise, for reproducing experiments only (default: fresh entropy)")
     d.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -164,6 +183,8 @@ def _run_predict(args):
         result = runs.run_knn(arrays, k=args.k or 5, progress=progress)
     progress.done()
     result["data"] = arrays.description
+    if not args.audit:
+        result = _releasable(result)
     if args.json:
         print(_format.to_json(_public(result)))
     else:
@@ -171,9 +192,24 @@ def _run_predict(args):
     return 0
 
 
+#: Result fields computed from data-dependent spends: shown only with ``--audit`` (issue 13 item 9).
+AUDIT_FIELDS = ("individual_epsilon_quantiles", "n_retired", "n_records", "median_epsilon_history",
+                "individual_epsilons", "spent")
+
+
+def _releasable(result):
+    """The result without the audit fields."""
+    return {k: v for k, v in result.items() if k not in AUDIT_FIELDS}
+
+
 def _public(result):
-    """The result without per-record and per-query arrays (what ``--json`` prints)."""
-    return {k: v for k, v in result.items() if k not in ("individual_epsilons", "predictions")}
+    """The result without per-record and per-query arrays (what ``--json`` prints); audit fields, if present,
+    are grouped under ``"audit"`` with their label."""
+    out = {k: v for k, v in result.items() if k not in ("individual_epsilons", "predictions") + AUDIT_FIELDS}
+    audit = {k: result[k] for k in AUDIT_FIELDS if k in result and k != "individual_epsilons"}
+    if audit:
+        out["audit"] = {"label": "data-dependent statistics for the data holder's eyes; not releasable", **audit}
+    return out
 
 
 def _pct(x):
@@ -203,6 +239,8 @@ def format_predict(result):
     lines.append(f"                    {g['accountant']}: {g['method']}{order}")
     if result["method"] == "ind-knn":
         lines.append("                    for every record, whatever the number of queries (the record's budget)")
+    if result["method"] == "ind-knn" and "individual_epsilon_quantiles" in result:
+        lines.append("  audit             data-dependent statistics for the data holder's eyes, not releasable:")
         q = result["individual_epsilon_quantiles"]
         spread = ", ".join(f"{label} {_format.nearest(q[key], 4)}" for label, key in
                            (("min", "0"), ("25%", "0.25"), ("median", "0.5"), ("75%", "0.75"), ("90%", "0.9"),
@@ -211,7 +249,14 @@ def format_predict(result):
         lines.append("                    (each record's spend so far: audit statistics from data-dependent "
                      "spends, not a guarantee)")
         lines.append(f"  records retired   {result['n_retired']} of {result['n_records']} (budget exhausted)")
-    else:
+    if result["method"] == "private-knn":
+        lines.append("                    every query charged a screening and an answer: fixed before the data is "
+                     "read, whatever passed")
+        if "spent" in result:
+            s = result["spent"]
+            lines.append(f"  audit             realised spend ({_format.nearest(s['epsilon'])}, "
+                         f"{_format.nearest(s['delta'])}): {s['bound']} (answered queries only; data-dependent, "
+                         "not releasable)")
         target = result["target"]["epsilon"]
         if target is not None:
             lines.append(f"                    noise calibrated so that every query answered would still meet "

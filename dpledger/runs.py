@@ -50,19 +50,11 @@ def _accuracy(pred, arrays):
 
 
 def _report_dict(report):
-    return {
-        "epsilon": report.epsilon,
-        "delta": report.delta,
-        "bound": report.bound,
-        "relation": report.relation.value,
-        "accountant": report.accountant,
-        "method": report.method,
-        "order": report.order,
-    }
+    return report.to_dict()
 
 
 def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, kernel="cosine", search="exact",
-                min_count=30, accounting="rdp", random_state=0, state_path=None, progress=None):
+                min_count=30, accounting="rdp", random_state=None, state_path=None, progress=None):
     """Ind-KNN (Ind-KNN Algorithm 3): every record has the budget of (epsilon, delta); see the module docstring.
 
     With ``state_path``, an existing state file is resumed (budgets, generator, hyper-parameters, history: no
@@ -149,7 +141,7 @@ def private_knn_noise(*, epsilon, delta, n_queries, k, sampling_probability, thr
 
 def run_private_knn(arrays, *, delta, epsilon=None, sigma_vote=None, sigma_screen=None, k=None,
                     sampling_probability=None, threshold=None, threshold_fraction=0.6, screening=None,
-                    ratio=PRIVATE_KNN_RATIO, metric="cosine", random_state=0, progress=None):
+                    ratio=PRIVATE_KNN_RATIO, metric="cosine", random_state=None, progress=None):
     """Private-kNN (Private-kNN Sec 3): noisy screening, then a noisy argmax, on fresh Poisson subsamples.
 
     Give either ``epsilon`` (the vote and screening noise are calibrated for the worst case of every query
@@ -191,6 +183,7 @@ def run_private_knn(arrays, *, delta, epsilon=None, sigma_vote=None, sigma_scree
         "n_answered": int(clf.n_answered_),
         **_accuracy(pred, arrays),
         "guarantee": _report_dict(clf.privacy_report(delta)),
+        "spent": _report_dict(clf.spent_report(delta)),  # odometer: audit only
         "seconds": time.perf_counter() - start,
         "predictions": pred,
     }

@@ -54,34 +54,64 @@ def blobs(tmp_path):
 def test_ind_knn_on_digits_equals_the_classifier(capsys, digits):
     n = 300  # more than one chunk of 256: chunked answering must equal one call
     data = run_json(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", str(n),
-                    "--epsilon", "4", "--tau", "0.85", "--random-state", "3")
+                    "--epsilon", "4", "--tau", "0.85", "--random-state", "3", "--audit")
     clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma2=1.0, n_queries=n, n_classes=10, random_state=3)
     pred = clf.fit(digits.X_private, digits.y_private).predict(digits.X_query[:n])
     assert data["accuracy"] == float(np.mean(pred == digits.y_query[:n]))
     assert data["n_queries"] == n and data["n_answered"] == clf.n_answered_
     assert data["guarantee"]["epsilon"] == clf.privacy_report(1e-5).epsilon <= 4.0
     assert data["guarantee"]["bound"] == "upper bound"
-    assert data["n_retired"] == clf.n_retired_
+    audit = data["audit"]
+    assert "not releasable" in audit["label"] and audit["n_retired"] == clf.n_retired_
     eps = clf.individual_epsilons(1e-5)
-    assert data["individual_epsilon_quantiles"]["0.5"] == pytest.approx(float(np.median(eps)), rel=1e-12)
-    assert data["individual_epsilon_quantiles"]["1"] <= data["guarantee"]["epsilon"] * (1 + 1e-9)
+    assert audit["individual_epsilon_quantiles"]["0.5"] == pytest.approx(float(np.median(eps)), rel=1e-12)
+    assert audit["individual_epsilon_quantiles"]["1"] <= data["guarantee"]["epsilon"] * (1 + 1e-9)
 
 
 def test_ind_knn_text_report(capsys):
     code, out, err = run(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "50",
-                         "--epsilon", "2", "--tau", "0.85")
+                         "--epsilon", "2", "--tau", "0.85", "--audit")
     assert code == 0, err
     for needed in ("accuracy", "queries answered  50 of 50", "guarantee         (2", "upper bound",
-                   "add or remove one record", "individual eps", "records retired", "not a guarantee"):
+                   "add or remove one record", "individual eps", "records retired", "not a guarantee",
+                   "not releasable"):
         assert needed in out, needed
     assert "50/50 100%" in err  # progress on stderr
+
+
+def test_data_dependent_statistics_only_with_audit(capsys):
+    # Issue 13 item 9: per-record spends, retirement counts and the median history were printed by default.
+    code, out, _ = run(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "30",
+                       "--epsilon", "2", "--tau", "0.85")
+    assert code == 0 and "individual eps" not in out and "records retired" not in out
+    data = run_json(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "30",
+                    "--epsilon", "2", "--tau", "0.85")
+    assert not set(data) & {"audit", "n_retired", "individual_epsilon_quantiles", "median_epsilon_history"}
+    data = run_json(capsys, "predict", "--method", "private-knn", "--data", "digits", "--n-queries", "30",
+                    "--epsilon", "2", "--audit")
+    assert data["audit"]["spent"]["bound"] == "odometer reading, not a guarantee"
+    assert data["audit"]["spent"]["epsilon"] <= data["guarantee"]["epsilon"]
+
+
+def test_runs_without_a_seed_draw_fresh_noise(capsys):
+    # Issue 13 item 3: --random-state defaulted to 0, so two runs drew identical noise (audit: epsilon >= 3.28).
+    argv = ["predict", "--method", "private-knn", "--data", "digits", "--n-queries", "200", "--sigma-vote", "3",
+            "--screening", "off", "--k", "20"]
+    first, second = run_json(capsys, *argv), run_json(capsys, *argv)
+    assert first["hyperparameters"]["random_state"] is None
+    assert first["accuracy"] != second["accuracy"] or first != second
+    seeded = [run_json(capsys, *argv, "--random-state", "4") for _ in range(2)]
+    assert seeded[0]["accuracy"] == seeded[1]["accuracy"]
+    code, _, err = run(capsys, *argv, "--random-state", "-1")
+    assert code != 0 and "non-negative" in err
 
 
 def test_private_knn_with_given_noise_from_npz_files_equals_the_classifier(capsys, blobs):
     path, X, y, Q, yq = blobs
     data = run_json(capsys, "predict", "--method", "private-knn", "--private", str(path / "private.npz"),
                     "--queries", str(path / "queries.npz"), "--sigma-vote", "2", "--k", "20",
-                    "--sampling-probability", "0.5", "--screening", "on", "--threshold", "12", "--random-state", "5")
+                    "--sampling-probability", "0.5", "--screening", "on", "--threshold", "12", "--random-state", "5",
+                    "--num-classes", "2")
     clf = PrivateKNNClassifier(k=20, sampling_probability=0.5, threshold=12.0, sigma_screen=runs.PRIVATE_KNN_RATIO * 2,
                                sigma_vote=2.0, num_classes=2, random_state=5).fit(X.astype(np.float32), y)
     pred = clf.predict(Q.astype(np.float32))
@@ -95,7 +125,7 @@ def test_private_knn_calibrated_to_epsilon_meets_it(capsys, blobs):
     path, X, y, Q, yq = blobs
     data = run_json(capsys, "predict", "--method", "private-knn", "--private", str(path / "X.npy"),
                     str(path / "y.npy"), "--queries", str(path / "Q.npy"), "--epsilon", "3", "--k", "20",
-                    "--screening", "on")
+                    "--screening", "on", "--num-classes", "2")
     assert data["accuracy"] is None  # queries without labels
     assert data["guarantee"]["epsilon"] <= 3.0 and data["guarantee"]["bound"] == "upper bound"
     h = data["hyperparameters"]
@@ -173,8 +203,12 @@ def test_bad_files(capsys, blobs):
          "either --data or --private"),
     ]
     for argv, match in cases:
-        code, out, err = run(capsys, "predict", "--method", "knn", *argv, "--quiet")
+        code, out, err = run(capsys, "predict", "--method", "knn", *argv, "--num-classes", "2", "--quiet")
         assert code == 2 and "Traceback" not in err and re.search(match, err), (argv, err)
+    # issue 13 item 5: the label domain of files is public input, never read off the private labels
+    code, out, err = run(capsys, "predict", "--method", "private-knn", "--private", str(path / "private.npz"),
+                         "--queries", str(path / "Q.npy"), "--sigma-vote", "2", "--quiet")
+    assert code == 2 and "--num-classes C is required" in err
 
 
 def test_a_missing_data_set_says_how_to_install_it(capsys, monkeypatch):
@@ -229,7 +263,7 @@ def test_arrays_first_keeps_the_private_set():
 def test_state_file_keeps_budgets_between_runs(capsys, digits, tmp_path):
     state = tmp_path / "budgets.npz"
     argv = ["predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "80", "--epsilon", "1",
-            "--tau", "0.85", "--state", str(state)]
+            "--tau", "0.85", "--state", str(state), "--random-state", "0", "--audit"]
     first = run_json(capsys, *argv)
     second = run_json(capsys, *argv)
     assert first["state"]["resumed"] is False and second["state"]["resumed"] is True
@@ -240,8 +274,8 @@ def test_state_file_keeps_budgets_between_runs(capsys, digits, tmp_path):
     Q, y = digits.X_query[:80], digits.y_query[:80]
     assert first["accuracy"] == float(np.mean(clf.predict(Q) == y))
     assert second["accuracy"] == float(np.mean(clf.predict(Q) == y))
-    assert second["n_retired"] == clf.n_retired_
-    assert second["individual_epsilon_quantiles"]["0.5"] == pytest.approx(
+    assert second["audit"]["n_retired"] == clf.n_retired_
+    assert second["audit"]["individual_epsilon_quantiles"]["0.5"] == pytest.approx(
         float(np.median(clf.individual_epsilons(1e-5))), rel=1e-12)
 
 
@@ -262,8 +296,8 @@ def test_state_file_refuses_other_data_or_another_budget(capsys, tmp_path):
 def test_label_domain_of_files(capsys, blobs):
     path, X, y, Q, yq = blobs
     files = ["--private", str(path / "private.npz"), "--queries", str(path / "queries.npz")]
-    inferred = run_json(capsys, "predict", "--method", "ind-knn", *files, "--epsilon", "2", "--tau", "0.9")
-    assert "taken from the labels (assumed public)" in inferred["data"]
+    code, _, err = run(capsys, "predict", "--method", "ind-knn", *files, "--epsilon", "2", "--tau", "0.9")
+    assert code == 2 and "--num-classes C is required" in err  # it was taken from the private labels
     given = run_json(capsys, "predict", "--method", "private-knn", *files, "--num-classes", "3", "--sigma-vote",
                      "2", "--k", "20")
     assert "assumed public" not in given["data"]
