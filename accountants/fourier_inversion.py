@@ -118,6 +118,9 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
     ``node_log_mgf``, if given, supplies the values at the nodes instead of ``log_mgf``: the log transform of
     a non-negative part of the loss's law (its aliasing and Chernoff terms are then bounded through the whole
     law's ``log_mgf``, which dominates it; ``log_mgf_sup`` must bound the part)."""
+    # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
+    # it are proven whatever it is, so it is floored where its logarithm stays finite.
+    tolerance = max(float(tolerance), 1e-300)
     if kappa is None:
         _, kappa = chernoff_log_delta(lambda k: log_mgf(k.astype(np.complex128)), epsilon, max_damping)
     if kappa < 0:
@@ -303,7 +306,8 @@ class TwoPointLedger:
 
     def delta_bounds(self, epsilon):
         def total(shift):
-            terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
+            with np.errstate(over="ignore"):  # e^(eps - l) overflowing is a term (1 - e^(eps - l))_+ = 0, exactly
+                terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
             return float(np.sum(terms))
 
         slack = _EPS * (np.log2(self.loss.size) + 4.0)

@@ -46,6 +46,7 @@ FIRST = ("bench_rdp_tightness", "bench_rdp_speed", "bench_fourier")
 
 #: Script benchmarks, in the order they run, with the results file each one (re)writes under ``results/``.
 SCRIPTS = (
+    ("bench_soundness", "soundness.md"),
     ("bench_private_knn_figures", "private_knn_figures.md"),
     ("bench_private_knn_accuracy", "private_knn_accuracy.md"),
     ("bench_ind_knn_speed", "ind_knn.md"),

@@ -355,6 +355,8 @@ def _symmetrised_cells(values, probs, edges, bins_per_period=16, max_bins=1 << 1
     order = np.argsort(values)
     cum = np.cumsum(probs[order])
     keep = order[(cum >= 1e-12) & (cum <= cum[-1] - 1e-12)]
+    if keep.size == 0:  # all the mass sits in the dropped ends (e.g. two atoms, one of mass < 1e-12): |phi| <= 1
+        return np.ones(edges.size - 1)
     values, probs = values[keep], probs[keep]
     lo, hi = values.min(), values.max()
     h = max((hi - lo) / max_bins, 2.0 * np.pi / (bins_per_period * u_top))

@@ -1,6 +1,7 @@
 """The ``PoissonSubsampled`` combinator: run a mechanism on a Poisson subsample (independent coin per record)."""
 
 import dataclasses
+import fractions
 
 import numpy as np
 
@@ -59,6 +60,14 @@ class PoissonSubsampled(Mechanism):
     @property
     def rdp_is_proven(self):
         return self.mechanism.rdp_is_proven
+
+    def dominating_randomized_response(self):
+        """The base's at ``q = 1`` (no subsampling), ``1/2`` at ``q = 0`` (nothing released); otherwise ``None``:
+        a subsampled two-point pair is not a randomized-response pair (its two directions differ)."""
+        q = self.sampling_probability
+        if q == 0.0:
+            return fractions.Fraction(1, 2)
+        return self.mechanism.dominating_randomized_response() if q == 1.0 else None
 
     def approximate(self):
         """``(PoissonSubsampled(core, q), delta)`` when the base is ``delta``-approximately ``core``
