@@ -15,8 +15,16 @@ __all__ = ["RandomizedResponse", "PureDPMechanism"]
 class RandomizedResponse(Mechanism):
     """Binary randomized response: report the true bit with probability ``p``, the flipped bit otherwise.
 
-    Exact RDP: that of the pair (Bernoulli(p), Bernoulli(1 - p)) (Mironov 2017, Prop 5); pure DP with
-    ``epsilon = |log(p / (1 - p))|``; ``p`` of 0 or 1 releases the bit and has no guarantee (``inf``).
+    Exact RDP: that of the pair (Bernoulli(p), Bernoulli(1 - p)) (Mironov 2017, Prop 5), rounded up
+    (:mod:`mechanisms.two_point`); pure DP with ``epsilon = |log(p / (1 - p))|``; ``p`` of 0 or 1 releases the bit
+    and has no guarantee (``inf``).
+
+    Pearson-Vajda condition (thesis condition (2.2), Thm 2.3.4): **holds**. With ``p > 1/2`` (``p < 1/2`` is the
+    same pair relabelled; ``p = 1/2`` is the zero pair), the ratio ``r = P/Q`` is ``p / (1 - p)`` on the outcome of
+    Q-mass ``1 - p`` and ``(1 - p) / p`` on the other, so for odd ``l >= 3``
+    ``E_Q[(r - 1)^l] = (1 - p) ((2p - 1) / (1 - p))^l - p ((2p - 1) / p)^l = (2p - 1)^l ((1 - p)^(1 - l) -
+    p^(1 - l)) >= 0``, since ``1 - p < p`` and ``1 - l < 0``; the reverse direction is the same pair. (Subsampling
+    uses the exact two-point divergence anyway: :meth:`dominating_randomized_response`.)
 
     Examples
     --------
@@ -25,6 +33,8 @@ class RandomizedResponse(Mechanism):
     """
 
     p: float
+
+    satisfies_pearson_vajda = True  # proof in the class docstring
 
     def __post_init__(self):
         object.__setattr__(self, "p", _validate.probability(self.p, "p", "RandomizedResponse"))
@@ -59,6 +69,9 @@ class PureDPMechanism(Mechanism):
     this randomized response, which is attained; this is below both ``epsilon`` and the zCDP bound
     ``alpha * epsilon^2 / 2`` (Bun & Steinke 2016, Prop 3.3).
 
+    Pearson-Vajda condition (thesis Thm 2.3.4): **holds** for the dominating pair, which is randomized response
+    (proof in :class:`RandomizedResponse`); the bounds used are those of that pair.
+
     Examples
     --------
     >>> float(PureDPMechanism(epsilon=0.5).rdp(float("inf")))
@@ -66,6 +79,8 @@ class PureDPMechanism(Mechanism):
     """
 
     epsilon: float
+
+    satisfies_pearson_vajda = True  # of its dominating pair, randomized response (class docstring)
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon", _validate.nonnegative(self.epsilon, "epsilon", "PureDPMechanism"))

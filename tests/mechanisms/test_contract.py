@@ -145,12 +145,25 @@ def test_mechanisms_are_frozen_slotted_dataclasses(m):
 
 
 @params
-def test_pearson_vajda_flag_is_set_only_where_thesis_prop_2_3_6_proves_it(m):
-    # The tight bound (thesis Thm 2.3.4) is sound only for bases meeting condition (2.2). NoisyArgmax and
-    # TauClippedVotes are post-processings of a Gaussian mechanism on a vote vector (their own class docstrings),
-    # so they are GaussianMechanism subclasses and inherit its flag; nothing else may set it.
-    gaussian_family = (GaussianMechanism, NoisyArgmax, TauClippedVotes)
-    assert m.satisfies_pearson_vajda == (type(m) in gaussian_family + (LaplaceMechanism,))
+def test_pearson_vajda_flag_is_set_only_where_a_proof_is_written(m):
+    # The tight bound (thesis Thm 2.3.4) is sound only for bases meeting condition (2.2): thesis Prop 2.3.6 proves
+    # it for the Gaussian and Laplace mechanisms; NoisyArgmax and TauClippedVotes are post-processings of a
+    # Gaussian mechanism on a vote vector (their class docstrings), so they inherit its flag; randomized response
+    # and pure DP (its dominating pair) have the proof in RandomizedResponse's docstring, checked below in mpmath.
+    proven = (GaussianMechanism, NoisyArgmax, TauClippedVotes, LaplaceMechanism, RandomizedResponse, PureDPMechanism)
+    assert m.satisfies_pearson_vajda == (type(m) in proven)
+
+
+def test_randomized_response_odd_pearson_vajda_terms_are_non_negative():
+    import mpmath as mp
+
+    for p in ("0.5000001", "0.55", "0.8", "0.999999", "0.2"):
+        with mp.workdps(60):
+            p = mp.mpf(p)
+            P, Q = (p, 1 - p), (1 - p, p)
+            for first, second in ((P, Q), (Q, P)):
+                for ell in range(3, 40, 2):
+                    assert mp.fsum(b * (a / b - 1) ** ell for a, b in zip(first, second)) >= 0
 
 
 EXACT_RDP = {"gaussian", "laplace", "rr", "pure"}  # rdp is the exact Renyi divergence of the dominating pair
