@@ -95,9 +95,15 @@ def add_parsers(sub):
     ind.add_argument("--search", choices=("exact", "lsh"), default="exact")
     ind.add_argument("--accounting", choices=("rdp", "gdp"), default="rdp",
                      help="the individual filter's theorem (default rdp)")
-    ind.add_argument("--state", metavar="FILE.npz",
-                     help="keep the budgets between runs: resume FILE if it exists (its hyper-parameters win), "
-                     "then write the new state back; without it every run starts with fresh budgets")
+    ind.add_argument("--state", metavar="FILE",
+                     help="keep the budgets between runs in an SQLite file: resume FILE if it exists (its "
+                     "hyper-parameters win; the private data must be the same), then commit the new state and a "
+                     "charge-log row before printing anything; concurrent runs on one FILE wait for each other. "
+                     "Without it every run starts with fresh budgets. FILE holds budgets, record fingerprints, the "
+                     "generator state and the released (public) history, not the private records")
+    ind.add_argument("--state-keep-records", action="store_true",
+                     help="also store the private records and labels in the --state file (they are private data: "
+                     "protect the file accordingly)")
     pk = p.add_argument_group("Private-kNN (Private-kNN Sec 3)")
     pk.add_argument("--k", type=_positive_int, help="neighbours that vote (also kNN's k, default 5 there)")
     pk.add_argument("--sampling-probability", type=_positive_float, help="Poisson sampling probability")
@@ -161,8 +167,8 @@ def _run_predict(args):
         raise ValueError("Private-kNN needs exactly one of --epsilon (calibrate the noise) and --sigma-vote.")
     if args.state is not None and args.method != "ind-knn":
         raise ValueError("--state keeps Ind-KNN budgets; it needs --method ind-knn.")
-    if args.state is not None and not args.state.endswith(".npz"):
-        raise ValueError(f"--state must name a .npz file; got {args.state!r}.")
+    if args.state_keep_records and args.state is None:
+        raise ValueError("--state-keep-records needs --state FILE.")
     if args.method == "knn" and args.epsilon is not None:
         raise ValueError("--method knn is the non-private reference: it takes no --epsilon.")
     arrays = _arrays(args)
@@ -171,7 +177,7 @@ def _run_predict(args):
         result = runs.run_ind_knn(arrays, epsilon=args.epsilon, delta=args.delta, tau=args.tau, sigma2=args.sigma2,
                                   sigma1=args.sigma1, kernel=args.kernel, search=args.search,
                                   accounting=args.accounting, random_state=args.random_state,
-                                  state_path=args.state, progress=progress)
+                                  state_path=args.state, keep_records=args.state_keep_records, progress=progress)
     elif args.method == "private-knn":
         result = runs.run_private_knn(arrays, delta=args.delta, epsilon=args.epsilon, sigma_vote=args.sigma_vote,
                                       sigma_screen=args.sigma_screen, k=args.k,
@@ -267,7 +273,7 @@ def format_predict(result):
                      f"{state['path']}: {state['n_queries_total']} queries so far, all covered by the guarantee")
     else:
         lines.append("  note              the guarantee covers this run's releases; another run on the same private "
-                     "records spends again" + (" (keep budgets with --state FILE.npz)" if result["method"] == "ind-knn"
+                     "records spends again" + (" (keep budgets with --state FILE)" if result["method"] == "ind-knn"
                                                else ""))
     return "\n".join(lines)
 

@@ -12,7 +12,8 @@ noise a fixed multiple of it) such that ``n_queries`` queries, all of them answe
 ``privacy_report`` of what it actually released, which can only be smaller.
 """
 
-import os
+import contextlib
+import math
 import time
 
 import numpy as np
@@ -54,38 +55,47 @@ def _report_dict(report):
 
 
 def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, kernel="cosine", search="exact",
-                min_count=30, accounting="rdp", random_state=None, state_path=None, progress=None):
+                min_count=30, accounting="rdp", random_state=None, state_path=None, keep_records=False,
+                progress=None):
     """Ind-KNN (Ind-KNN Algorithm 3): every record has the budget of (epsilon, delta); see the module docstring.
 
-    With ``state_path``, an existing state file is resumed (budgets, generator, hyper-parameters, history: no
-    budget is refreshed; ``epsilon`` must equal the stored one and the private records must be the stored ones)
-    and the state after this run is written back atomically.
+    With ``state_path``, the run is one transaction on the state database (:class:`dpledger.state_file.StateStore`):
+    an existing state is resumed (budgets, identities, generator, hyper-parameters, history: no budget is
+    refreshed; ``epsilon`` must equal the stored one and the private records must be the stored ones), the queries
+    are answered, and the new state with its charge-log row is committed before anything is returned. The private
+    records are stored only with ``keep_records``.
     """
     from dpledger import state_file
     from predict.ind_knn import IndKNNClassifier
 
     start = time.perf_counter()
-    resumed = state_path is not None and os.path.exists(state_path)
     fingerprint = state_file.fingerprint(arrays.X_private, arrays.y_private) if state_path is not None else None
-    if resumed:
-        state, stored = state_file.load(state_path)
-        if stored != fingerprint:
-            raise ValueError(f"--state {state_path} holds the budgets of other private records; use a new file "
-                             "for new data (budgets are never moved between data sets).")
-        if state["params"]["epsilon"] != epsilon:
-            raise ValueError(f"--state {state_path} holds budgets for epsilon = {state['params']['epsilon']!r}; "
-                             f"got --epsilon {epsilon!r} (a budget cannot be changed once spending started).")
-        clf = IndKNNClassifier().load_state_dict(state)
-    else:
-        clf = IndKNNClassifier(
-            epsilon=epsilon, delta=delta, tau=tau, sigma2=sigma2, sigma1=sigma1, kernel=kernel, search=search,
-            min_count=min_count, accounting=accounting, n_queries=max(arrays.n_queries, 1),
-            n_classes=arrays.num_classes, random_state=random_state,
-        ).fit(arrays.X_private, arrays.y_private)
-    before_queries, before_answered = int(clf.n_queries_), int(clf.n_answered_)
-    pred = _answer_in_chunks(clf, arrays.X_query, progress)
-    if state_path is not None:
-        state_file.save(state_path, clf.state_dict(), fingerprint=fingerprint)
+    store = state_file.StateStore(state_path) if state_path is not None else contextlib.nullcontext()
+    with store:
+        state = store.load(fingerprint) if state_path is not None else None
+        resumed = state is not None
+        if resumed:
+            if state["params"]["epsilon"] != epsilon:
+                raise ValueError(f"--state {state_path} holds budgets for epsilon = {state['params']['epsilon']!r}; "
+                                 f"got --epsilon {epsilon!r} (a budget cannot be changed once spending started).")
+            if state["X"] is None:  # records not stored: the data given now, prepared as the search holds them
+                from predict.neighbours import prepare_points
+
+                state["X"] = prepare_points(arrays.X_private, state["params"]["kernel"], owner="--state")
+                state["y"] = np.asarray(arrays.y_private, dtype=np.int64)
+            clf = IndKNNClassifier().load_state_dict(state)  # validates everything, identities included
+        else:
+            clf = IndKNNClassifier(
+                epsilon=epsilon, delta=delta, tau=tau, sigma2=sigma2, sigma1=sigma1, kernel=kernel, search=search,
+                min_count=min_count, accounting=accounting, n_queries=max(arrays.n_queries, 1),
+                n_classes=arrays.num_classes, random_state=random_state,
+            ).fit(arrays.X_private, arrays.y_private)
+        before_queries, before_answered = int(clf.n_queries_), int(clf.n_answered_)
+        spent_before = math.fsum(clf.filter_.spent)
+        pred = _answer_in_chunks(clf, arrays.X_query, progress)
+        if state_path is not None:  # committed when the block ends, before anything is returned or printed
+            store.save(clf.state_dict(), fingerprint, queries=int(clf.n_queries_) - before_queries,
+                       spend=math.fsum(clf.filter_.spent) - spent_before, keep_records=keep_records)
     individual = np.asarray(clf.individual_epsilons(delta), dtype=np.float64)
     params = clf.get_params()
     return {

@@ -1,35 +1,32 @@
 """Ind-KNN budgets kept between runs of ``dpledger predict --state FILE`` (DESIGN.md rule 8: restarting a
-predictor must not refresh anyone's budget).
+predictor must not refresh anyone's budget), in an SQLite database (Python's standard library).
 
-The file is a ``.npz`` archive read with ``allow_pickle=False``: every array of
-:meth:`predict.ind_knn.IndKNNClassifier.state_dict` is an entry, everything else (numbers, strings, the
-generator's state) is one JSON entry, together with a SHA-256 fingerprint of the private records and labels, so a
-state file cannot be resumed on other data by mistake. Writes go to a temporary file that replaces the old one
-in one step, so an interrupted write never loses the previous budgets.
-
-Examples
---------
->>> import tempfile, pathlib
->>> state = {"format": "x", "a": np.arange(3.0), "nested": {"b": np.ones((2, 2), dtype=np.float32), "n": 5}}
->>> path = pathlib.Path(tempfile.mkdtemp()) / "state.npz"
->>> save(path, state, fingerprint="abc")
->>> back, fp = load(path)
->>> fp, back["nested"]["n"], back["nested"]["b"].dtype.name, back["a"].tolist()
-('abc', 5, 'float32', [0.0, 1.0, 2.0])
+Durable and transactional: a run opens the file with ``BEGIN IMMEDIATE``, so a second run on the same file waits
+until the first has committed (runs are serialised: two concurrent runs on a read-modify-write file lost one run's
+spending); everything the run charged is committed, together with one row appended to the charge log, before its
+releases are printed. Table ``meta`` holds the state (a JSON tree whose arrays are stored as ``.npy`` blobs, read
+with ``allow_pickle=False``) and a SHA-256 fingerprint of the private records and labels the budgets belong to;
+table ``charges`` is append-only (one row per run: queries answered and the total spend added), and on every load
+the sum of the log must equal the sum of the stored spends. The private records themselves are stored only when
+asked (``keep_records``); otherwise the caller supplies them again and the classifier checks them against the
+stored identities. Every malformed, truncated, empty or edited file is a one-line ``ValueError`` with nothing
+changed (the transaction is rolled back).
 """
 
 import hashlib
+import io
 import json
-import os
+import math
 import pathlib
-import tempfile
+import sqlite3
 
 import numpy as np
 
-__all__ = ["save", "load", "fingerprint", "FORMAT"]
+__all__ = ["StateStore", "fingerprint", "FORMAT"]
 
-FORMAT = "dpledger.cli.ind-knn-state"
-_META = "__meta__"
+FORMAT = "dpledger.cli.ind-knn-state/2"
+#: Relative agreement required between the charge log and the stored spends (float sums in different orders).
+LOG_RTOL = 1e-9
 
 
 def fingerprint(X, y):
@@ -57,41 +54,115 @@ def _split(value, prefix, arrays):
 
 
 def _join(node, arrays):
-    if "dict" in node:
-        return {k: _join(v, arrays) for k, v in node["dict"].items()}
-    if "array" in node:
-        return arrays[node["array"]]
-    return node["value"]
+    if not isinstance(node, dict) or len(node) != 1:
+        raise ValueError("malformed state tree")
+    (kind, body), = node.items()
+    if kind == "dict":
+        return {k: _join(v, arrays) for k, v in body.items()}
+    if kind == "array":
+        return arrays[body]
+    if kind == "value":
+        return body
+    raise ValueError("malformed state tree")
 
 
-def save(path, state, *, fingerprint):
-    """Write ``state`` (nested dicts of arrays and plain values) to ``path`` atomically."""
-    path = pathlib.Path(path)
-    arrays = {}
-    tree = _split(state, "s", arrays)
-    meta = json.dumps({"format": FORMAT, "fingerprint": fingerprint, "tree": tree})
-    directory = path.parent if str(path.parent) else pathlib.Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp.npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **{_META: np.array(meta)}, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def _npy(array):
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
 
 
-def load(path):
-    """``(state, fingerprint)`` from a file written by :func:`save`."""
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if _META not in archive.files:
-                raise ValueError(f"--state {path} is not a dpledger state file.")
-            meta = json.loads(str(archive[_META]))
-            arrays = {name: archive[name] for name in archive.files if name != _META}
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"--state {path} cannot be read: {err}.") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"--state {path} is not a dpledger Ind-KNN state file (format {meta.get('format')!r}).")
-    return _join(meta["tree"], arrays), meta["fingerprint"]
+class StateStore:
+    """One run's transaction on a state file: ``with StateStore(path) as store: state = store.load(fp); ...;
+    store.save(...)``. Commits on a normal exit, rolls back on an exception (nothing changed)."""
+
+    def __init__(self, path):
+        self.path = pathlib.Path(path)
+        self._conn = None
+
+    def __enter__(self):
+        existed = self.path.exists()
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=600.0, isolation_level=None)
+            self._conn.execute("BEGIN IMMEDIATE")  # the write lock: concurrent runs wait here
+            tables = {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as err:
+            self._close()
+            raise ValueError(f"--state {self.path} is not a dpledger state file ({err}).") from None
+        if existed and tables != {"meta", "charges", "sqlite_sequence"}:
+            self._rollback()
+            raise ValueError(f"--state {self.path} exists but holds no dpledger state (empty, truncated or another "
+                             "file); budgets are never started afresh over it: use a new path for a new state.")
+        if not existed:
+            self._conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+            self._conn.execute("CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, queries INTEGER NOT NULL, "
+                               "spend REAL NOT NULL)")
+        self.new = not existed
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            try:
+                self._conn.execute("COMMIT")
+            finally:
+                self._close()
+        else:
+            self._rollback()
+        return False
+
+    def _rollback(self):
+        if self._conn is not None:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            self._close()
+        if getattr(self, "new", False) and self.path.exists():  # a failed first run leaves no empty file behind
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+
+    def _close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def load(self, fingerprint):
+        """The stored state (its ``X``/``y`` are ``None`` unless records were kept), or ``None`` for a new file.
+        Checks the format, the data fingerprint and the charge log against the stored spends."""
+        rows = dict(self._conn.execute("SELECT key, value FROM meta"))
+        if self.new:
+            return None
+        try:
+            meta = json.loads(rows.pop("__meta__"))
+            arrays = {k: np.load(io.BytesIO(v), allow_pickle=False) for k, v in rows.items()}
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"format {meta.get('format')!r}")
+            state = _join(meta["tree"], arrays)
+            spent = np.asarray(state["filter"]["spent"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError, OSError) as err:
+            raise ValueError(f"--state {self.path} is not a valid dpledger Ind-KNN state ({err}).") from None
+        if meta.get("fingerprint") != fingerprint:
+            raise ValueError(f"--state {self.path} holds the budgets of other private records; use a new file for new "
+                             "data (budgets are never moved between data sets).")
+        logged = float(self._conn.execute("SELECT COALESCE(SUM(spend), 0) FROM charges").fetchone()[0])
+        total = float(math.fsum(spent))
+        if not math.isclose(logged, total, rel_tol=LOG_RTOL, abs_tol=1e-12):
+            raise ValueError(f"--state {self.path}: the stored spends ({total!r}) do not match the charge log "
+                             f"({logged!r}): the file was edited; refusing to continue.")
+        return state
+
+    def save(self, state, fingerprint, *, queries, spend, keep_records):
+        """Replace the stored state and append ``(queries, spend)`` to the charge log (committed on exit)."""
+        state = dict(state)
+        if not keep_records:
+            state["X"], state["y"] = None, None
+        arrays = {}
+        tree = _split(state, "s", arrays)
+        meta = json.dumps({"format": FORMAT, "fingerprint": fingerprint, "records_kept": bool(keep_records),
+                           "tree": tree})
+        self._conn.execute("DELETE FROM meta")
+        self._conn.execute("INSERT INTO meta VALUES ('__meta__', ?)", (meta,))
+        self._conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, _npy(v)) for k, v in arrays.items()])
+        self._conn.execute("INSERT INTO charges (queries, spend) VALUES (?, ?)", (int(queries), float(spend)))

@@ -261,7 +261,7 @@ def test_arrays_first_keeps_the_private_set():
 
 # ----------------------------------------------------------------------------------------- kept budgets
 def test_state_file_keeps_budgets_between_runs(capsys, digits, tmp_path):
-    state = tmp_path / "budgets.npz"
+    state = tmp_path / "budgets.db"
     argv = ["predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "80", "--epsilon", "1",
             "--tau", "0.85", "--state", str(state), "--random-state", "0", "--audit"]
     first = run_json(capsys, *argv)
@@ -280,7 +280,7 @@ def test_state_file_keeps_budgets_between_runs(capsys, digits, tmp_path):
 
 
 def test_state_file_refuses_other_data_or_another_budget(capsys, tmp_path):
-    state = tmp_path / "budgets.npz"
+    state = tmp_path / "budgets.db"
     base = ["predict", "--method", "ind-knn", "--n-queries", "20", "--tau", "0.85", "--state", str(state), "--quiet"]
     assert run(capsys, *base, "--data", "digits", "--epsilon", "1")[0] == 0
     before = state.read_bytes()
@@ -291,6 +291,97 @@ def test_state_file_refuses_other_data_or_another_budget(capsys, tmp_path):
     assert state.read_bytes() == before  # a refused run leaves the budgets untouched
     code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--state", str(state), "--quiet")
     assert code == 2 and "needs --method ind-knn" in err
+
+
+# --------------------------------------------------------------------- the state file (issue 13 items 4, 7)
+STATE_ARGV = ["predict", "--method", "ind-knn", "--data", "digits", "--n-queries", "40", "--epsilon", "1",
+              "--tau", "0.85", "--quiet"]
+
+
+def _edit_state(path, edit):
+    """Rewrite the stored state tree through ``edit(state)`` by hand (as a user with sqlite3 could)."""
+    import io
+    import sqlite3
+
+    from dpledger import state_file
+
+    conn = sqlite3.connect(path)
+    rows = dict(conn.execute("SELECT key, value FROM meta"))
+    meta = json.loads(rows.pop("__meta__"))
+    arrays = {k: np.load(io.BytesIO(v)) for k, v in rows.items()}
+    state = state_file._join(meta["tree"], arrays)
+    edit(state)
+    arrays = {}
+    meta["tree"] = state_file._split(state, "s", arrays)
+    conn.execute("DELETE FROM meta")
+    conn.execute("INSERT INTO meta VALUES ('__meta__', ?)", (json.dumps(meta),))
+    conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, state_file._npy(v)) for k, v in arrays.items()])
+    conn.commit()
+    conn.close()
+
+
+def test_state_file_holds_no_private_records_unless_asked(capsys, tmp_path, digits):
+    import sqlite3
+
+    plain, kept = tmp_path / "plain.db", tmp_path / "kept.db"
+    assert run(capsys, *STATE_ARGV, "--state", str(plain))[0] == 0
+    assert run(capsys, *STATE_ARGV, "--state", str(kept), "--state-keep-records")[0] == 0
+    keys = {k for (k,) in sqlite3.connect(plain).execute("SELECT key FROM meta")}
+    assert not {"s/X", "s/y"} & keys and {"s/X", "s/y"} <= {k for (k,) in sqlite3.connect(kept).execute(
+        "SELECT key FROM meta")}
+    second = run_json(capsys, *STATE_ARGV, "--state", str(plain))  # resumed with the records given again
+    assert second["state"]["resumed"] and second["state"]["n_queries_total"] == 80
+    code, _, err = run(capsys, *STATE_ARGV, "--state", str(tmp_path / "x.db"), "--state-keep-records", "--json")
+    assert code == 0
+    code, _, err = run(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--epsilon", "1",
+                       "--state-keep-records", "--quiet")
+    assert code == 2 and "needs --state" in err
+
+
+def test_tampered_truncated_or_empty_state_files_are_one_line_errors_with_nothing_changed(capsys, tmp_path):
+    # Measured on main: a hand-edited n_classes = 1 released labels without noise while reporting epsilon 1; zeroed
+    # spends, a budget x100, sigma1 = -5, a replaced private matrix and missing keys were accepted; a truncated
+    # or empty file ended in a traceback.
+    state = tmp_path / "budgets.db"
+    assert run(capsys, *STATE_ARGV, "--state", str(state), "--state-keep-records")[0] == 0
+    pristine = state.read_bytes()
+    edits = {
+        "n_classes = 1": lambda s: (s["params"].update(n_classes=1), s.update(n_classes=1)),
+        "zeroed spends": lambda s: s["filter"].update(spent=np.zeros_like(s["filter"]["spent"])),
+        "budget x100": lambda s: s.update(budget=s["budget"] * 100),
+        "sigma1 = -5": lambda s: (s["params"].update(sigma1=-5.0), s.update(sigma1=-5.0)),
+        "replaced private matrix": lambda s: s.update(X=np.flip(s["X"], axis=0).copy()),
+        "missing key": lambda s: s.pop("history"),
+    }
+    for name, edit in edits.items():
+        state.write_bytes(pristine)
+        _edit_state(state, edit)
+        edited = state.read_bytes()
+        code, out, err = run(capsys, *STATE_ARGV, "--state", str(state))
+        assert code == 2 and out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1, (name, err)
+        assert state.read_bytes() == edited, name  # nothing changed
+    for name, content in (("truncated", pristine[: len(pristine) // 3]), ("empty", b""), ("text", b"hello")):
+        state.write_bytes(content)
+        code, out, err = run(capsys, *STATE_ARGV, "--state", str(state))
+        assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, (name, err)
+        assert state.read_bytes() == content, name
+
+
+def test_concurrent_runs_are_serialised_and_the_charge_log_adds_up(tmp_path):
+    # Measured on main: two concurrent --state runs recorded 150 queries instead of 300 (read-modify-write).
+    import sqlite3
+    import subprocess
+    import sys
+
+    state = tmp_path / "budgets.db"
+    cmd = [sys.executable, "-m", "dpledger", *STATE_ARGV, "--state", str(state), "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    totals = sorted(json.loads(o[0])["state"]["n_queries_total"] for o in outs)
+    assert totals == [40, 80, 120]
+    conn = sqlite3.connect(state)
+    assert conn.execute("SELECT COUNT(*), SUM(queries) FROM charges").fetchone() == (3, 120)
 
 
 def test_label_domain_of_files(capsys, blobs):

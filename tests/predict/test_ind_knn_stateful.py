@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from accountants.individual_filter import RTOL
 from predict.ind_knn import IndKNNClassifier
-from tests.predict.test_ind_knn import MARGIN, ReferenceIndKNN, blobs
+from tests.predict.test_ind_knn import MARGIN, ReferenceIndKNN
 
 D, C, TAU = 3, 3, 0.6
 
