@@ -146,8 +146,8 @@ def _f_up(beta, t, log1p_t, g_bounds):
         # (1 + t) is rounded (relative error <= u), which moves the power by a factor within exp(|beta| 1.01 u);
         # pow itself is within one ulp. -beta t is rounded up exactly, and the subtraction of 1 by add_up.
         bf = beta[far]
-        base = 1.0 + t
-        with np.errstate(over="ignore"):
+        base = 1.0 + t  # 0 when -y_up rounds to -1: then 0^beta = inf for beta < 0, still an upper bound
+        with np.errstate(over="ignore", divide="ignore"):
             power = np.power(base, bf)
             slack = np.expm1(np.abs(bf) * (1.01 * _U)) + 2 * EPS
             power_up = np.nextafter(power * (1.0 + slack), np.inf)

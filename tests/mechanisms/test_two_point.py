@@ -18,6 +18,7 @@ from accountants import RDPAccountant
 from mechanisms import GaussianMechanism, PoissonSubsampled, PureDPMechanism, RandomizedResponse
 from mechanisms import subsampled_rdp as sr
 from mechanisms.two_point import flip_of_pure_dp, randomized_response_rdp
+from tests.mechanisms._shared import no_warnings
 
 EPS = float(np.finfo(float).eps)
 
@@ -181,3 +182,25 @@ def test_fourier_lattice_of_randomized_response_contains_the_exact_delta(p, n, f
                         for k in range(n + 1))
     b = FourierAccountant().compose(RandomizedResponse(p=p), count=n).delta_bounds(epsilon)
     assert mp.mpf(b.lower) <= exact <= mp.mpf(b.upper)
+
+
+@pytest.mark.parametrize("epsilon", [50.0, 700.0, 745.0])
+@pytest.mark.parametrize("q", [1e-6, 0.5])
+def test_large_pure_epsilon_near_order_one_is_sound_and_silent(epsilon, q):
+    # The flip e^-eps / (1 + e^-eps) makes 1 - y round to 0: pow(0, beta < 0) raised a divide-by-zero RuntimeWarning
+    # (an error under the test settings) from eps = 50 near order 1. The inf it gives is an upper bound of that
+    # term; the reported value must stay finite, at or above the exact divergence (mpmath at 400 digits).
+    m = PoissonSubsampled(PureDPMechanism(epsilon=epsilon), sampling_probability=q)
+    order_list = [1.0 + 1e-7, 1.5, 2.0]
+    with no_warnings():
+        values = m.rdp(np.array(order_list))
+    with mp.workdps(400):
+        b = 1 / (1 + mp.exp(mp.mpf(epsilon)))
+        a = b + mp.mpf(q) * (1 - 2 * b)
+        for value, order in zip(values, order_list):
+            al = mp.mpf(order)
+            rem = mp.log(a**al * b ** (1 - al) + (1 - a) ** al * (1 - b) ** (1 - al)) / (al - 1)
+            add = mp.log(b**al * a ** (1 - al) + (1 - b) ** al * (1 - a) ** (1 - al)) / (al - 1)
+            exact = max(rem, add)
+            assert np.isfinite(value) and mp.mpf(float(value)) >= exact, (order, value, exact)
+            assert float(value) <= float(exact) * (1 + 0.05), (order, value, exact)
