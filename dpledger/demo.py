@@ -6,7 +6,9 @@ target epsilon, the demo answers the same queries with
 * **Ind-KNN** (every record gets the budget of (epsilon, delta); the guarantee is that budget's, whatever the
   number of queries) -- with the individual epsilons each record actually spent and how many retired;
 * **Private-kNN** (noise calibrated so that all queries, even if every one were answered, meet
-  (epsilon, delta)); the guarantee printed is the classifier's own report of what it released;
+  (epsilon, delta)); the guarantee printed is the classifier's a-priori report: every query screened and answered,
+  fixed before the data is read, whatever passed (its realised, answered-only spend is an odometer reading and is
+  not printed);
 * **kNN** without privacy, the reference line.
 
 Hyper-parameters are fixed rules that look at public data only: Ind-KNN's kernel threshold ``tau`` is the
