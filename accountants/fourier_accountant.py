@@ -42,7 +42,15 @@ from accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITC
     split_delta_bounds,
     split_epsilon_bounds,
 )
-from accountants.fourier_inversion import MAX_DAMPING, MAX_DAMPING_CLOSED_FORM, Bounds, log_chernoff_constant
+from accountants.fourier_inversion import (
+    MAX_ATOMS,
+    MAX_DAMPING,
+    MAX_DAMPING_CLOSED_FORM,
+    Bounds,
+    LedgerMax,
+    TwoPointLedger,
+    log_chernoff_constant,
+)
 from accountants.report import BoundKind, PrivacyReport
 from mechanisms import _logmath, _validate, privacy_loss
 from mechanisms.base import Mechanism
@@ -214,6 +222,28 @@ class FourierAccountant:
             self._derived["lattice"] = two_point_lattice(self._compile())
         return self._derived["lattice"]
 
+    def _atom_lattice(self):
+        """Exact enumeration when every mechanism's loss is two-point in each direction
+        (:meth:`~mechanisms.base.Mechanism.loss_atoms`: randomized response, pure DP and their Poisson-subsampled
+        versions) and each direction has at most ``MAX_ATOMS`` composed outcomes: the maximum of the remove and add
+        ledgers (:class:`~accountants.fourier_inversion.LedgerMax`); None otherwise. Their characteristic
+        functions do not decay, so Fourier inversion could not certify them (issue 14 item 4)."""
+        if "atoms" not in self._derived:
+            groups = []
+            for original, n in self._entries.items():
+                atoms = self._cores[original][0].loss_atoms()
+                if atoms is None:
+                    groups = None
+                    break
+                if atoms["remove"][:2] != (0.0, 0.0):  # a zero loss adds nothing
+                    groups.append((atoms, n))
+            result = None
+            if groups and float(np.prod([n + 1.0 for _, n in groups])) <= MAX_ATOMS:
+                result = LedgerMax([TwoPointLedger(atoms=[(atoms[d], n) for atoms, n in groups])
+                                    for d in ("remove", "add")])
+            self._derived["atoms"] = result
+        return self._derived["atoms"]
+
     def _laplace_split(self):
         if "split" not in self._derived:
             self._derived["split"] = laplace_split(self._compile())
@@ -248,7 +278,8 @@ class FourierAccountant:
         """Whether every characteristic function in the ledger is in closed form (so the error bounds are
         proofs, up to float64 rounding which is bounded too)."""
         if self._closed is None:
-            self._closed = all(_closed_form(core) and core.rdp_is_proven for core, _ in self._cores.values())
+            self._closed = all(_closed_form(core) and core.rdp_is_proven for core, _ in self._cores.values()) or (
+                bool(self._entries) and self._atom_lattice() is not None)
         return self._closed
 
     @property
@@ -290,6 +321,9 @@ class FourierAccountant:
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.delta_bounds(epsilon)
+        atoms = self._atom_lattice()
+        if atoms is not None:
+            return atoms.delta_bounds(epsilon)
         split = self._laplace_split()
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
@@ -368,6 +402,9 @@ class FourierAccountant:
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.epsilon_bounds(delta, self.pure_epsilon())
+        atoms = self._atom_lattice()
+        if atoms is not None:
+            return atoms.epsilon_bounds(delta, self.pure_epsilon())
         if delta < SMALLEST_INVERTED_DELTA:
             raise AccuracyError(
                 f"FourierAccountant cannot certify epsilon at delta = {delta:.3g}: below "

@@ -269,40 +269,48 @@ MAX_ATOMS = 1 << 18
 
 
 class TwoPointLedger:
-    """Exact privacy profile of a composition of two-point losses ``+-E_i`` (``n_i`` runs each), with float64
-    rounding bounded. ``log_masses`` (optional) gives ``(log mass at +E_i, log mass at -E_i)`` per group for
-    sub-probability parts (default: the pair (Bernoulli(p*), Bernoulli(1 - p*)) of randomized response).
+    """Exact privacy profile of a composition of two-point losses, with float64 rounding bounded.
 
-    Outcome ``j = (j_1, ...)`` (``j_i`` runs at ``+E_i``) has loss ``l_j = sum (2 j_i - n_i) E_i`` and
-    probability ``prod C(n_i, j_i) p_i^j_i (1 - p_i)^(n_i - j_i)``, ``p_i = 1 / (1 + e^-E_i)``;
-    ``delta(eps) = sum_j P_j (1 - e^(eps - l_j))_+``. The pairs are symmetric, so both directions agree.
+    Group ``i`` (``n_i`` runs) has loss ``l1_i`` with probability ``P1_i`` and ``l0_i`` with ``P0_i`` under the
+    first distribution of its pair. Given as ``e_values`` (symmetric losses ``+-E_i``) with optional ``log_masses``
+    ``(log P(+E), log P(-E))`` per group (default: the pair (Bernoulli(p*), Bernoulli(1 - p*)) of randomized
+    response, ``p* = 1 / (1 + e^-E)``), or as ``atoms``: ``(l1, l0, log P1, log P0)`` per group (asymmetric pairs,
+    e.g. Poisson-subsampled randomized response in one direction; :meth:`mechanisms.base.Mechanism.loss_atoms`).
+
+    Outcome ``j = (j_1, ...)`` (``j_i`` runs at ``l1_i``) has loss ``l_j = sum j_i l1_i + (n_i - j_i) l0_i`` and
+    probability ``prod C(n_i, j_i) P1_i^j_i P0_i^(n_i - j_i)``; ``delta(eps) = sum_j P_j (1 - e^(eps - l_j))_+``.
     Rounding: each loss is within ``eta`` of its exact value and each log-probability within ``rho``, both from
-    the magnitudes of the summands; ``upper`` / ``lower`` shift every loss by ``+-eta`` and scale by
-    ``e^(+-rho)``, and the summation error (positive terms) is added relatively.
+    the magnitudes of the summands (inputs within a few ulps of their exact values); ``upper`` / ``lower`` shift
+    every loss by ``+-eta`` and scale by ``e^(+-rho)``, and the summation error (positive terms) is added
+    relatively.
     """
 
-    def __init__(self, e_values, counts, log_masses=None):
-        loss, log_p = np.zeros(1), np.zeros(1)
-        loss_mag, logp_mag = 0.0, 0.0
+    def __init__(self, e_values=(), counts=(), log_masses=None, *, atoms=None):
+        groups = []
         for i, (e, n) in enumerate(zip(e_values, counts)):
-            n = int(n)
-            j = np.arange(n + 1, dtype=np.float64)
             if log_masses is None:
                 log_pos = -np.log1p(np.exp(-e))  # log p*
                 log_neg = log_pos - e  # log (1 - p*)
             else:  # a sub-probability two-point part (the atoms of a Laplace loss)
                 log_pos, log_neg = log_masses[i]
+            groups.append((float(e), -float(e), float(log_pos), float(log_neg), int(n)))
+        if atoms is not None:
+            groups += [(float(l1), float(l0), float(p1), float(p0), int(n)) for (l1, l0, p1, p0), n in atoms]
+        loss, log_p = np.zeros(1), np.zeros(1)
+        loss_mag, logp_mag = 0.0, 0.0
+        for l1, l0, log_pos, log_neg, n in groups:
+            j = np.arange(n + 1, dtype=np.float64)
             log_binom = special.gammaln(n + 1.0) - special.gammaln(j + 1.0) - special.gammaln(n - j + 1.0)
             group_log_p = log_binom + j * log_pos + (n - j) * log_neg
-            group_loss = (2.0 * j - n) * e
+            group_loss = j * l1 + (n - j) * l0
             loss = (loss[:, None] + group_loss[None, :]).ravel()
             log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
-            loss_mag += n * e
+            loss_mag += n * max(abs(l1), abs(l0))
             logp_mag += 3.0 * special.gammaln(n + 1.0) + n * (abs(log_pos) + abs(log_neg))
         self.loss = loss
         self.prob = np.exp(log_p)
-        self.eta = 8.0 * _EPS * (loss_mag + 1.0) * (len(e_values) + 1)
-        self.rho = 8.0 * _EPS * (logp_mag + 1.0) * (len(e_values) + 1)
+        self.eta = 8.0 * _EPS * (loss_mag + 1.0) * (len(groups) + 1)
+        self.rho = 8.0 * _EPS * (logp_mag + 1.0) * (len(groups) + 1)
 
     def delta_bounds(self, epsilon):
         def total(shift):
@@ -337,3 +345,18 @@ class TwoPointLedger:
         lower = min(smallest("lower") * (1.0 - 1e-14), upper)
         estimate = min(max(smallest("estimate"), lower), upper)
         return Bounds(lower=lower, estimate=estimate, upper=upper)
+
+
+class LedgerMax:
+    """``delta(eps) = max_d delta_d(eps)`` over exact ledgers of the two directions (thesis Thm 3.3.5): the maximum
+    of the lower, estimate and upper bounds (each bracket holds, so the maximum's does); epsilon by the same search
+    as :meth:`TwoPointLedger.epsilon_bounds`."""
+
+    def __init__(self, ledgers):
+        self.ledgers = tuple(ledgers)
+
+    def delta_bounds(self, epsilon):
+        parts = [ledger.delta_bounds(epsilon) for ledger in self.ledgers]
+        return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
+
+    epsilon_bounds = TwoPointLedger.epsilon_bounds

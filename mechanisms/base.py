@@ -66,6 +66,17 @@ class Mechanism(abc.ABC):
         """
         return None
 
+    def loss_atoms(self):
+        """The privacy loss as exact two-outcome atoms per direction, for accountants that enumerate compositions:
+        ``{"remove": (l_1, l_0, log P(1), log P(0)), "add": (...)}`` (see
+        :func:`mechanisms.two_point.subsampled_loss_atoms`), or ``None`` (the default). Randomized response and
+        pure DP give their symmetric pair (loss ``+-E``, :meth:`two_point_loss`); Poisson-subsampled ones the
+        subsampled pairs of thesis Thm 3.3.5(1)."""
+        flip = self.dominating_randomized_response()
+        if flip is None or flip == 0:
+            return None
+        return two_point.subsampled_loss_atoms(flip, 1.0)
+
     def two_point_loss(self):
         """A float ``E`` at or above the privacy loss of this mechanism's dominating randomized-response pair, whose
         loss takes the values ``+-E`` (``None`` without such a pair, or when ``E`` is infinite). Accountants that

@@ -69,6 +69,14 @@ class PoissonSubsampled(Mechanism):
             return fractions.Fraction(1, 2)
         return self.mechanism.dominating_randomized_response() if q == 1.0 else None
 
+    def loss_atoms(self):
+        """The two subsampled pairs' atoms when the base is dominated by randomized response (exact, thesis
+        Thm 3.3.5(1); :func:`mechanisms.two_point.subsampled_loss_atoms`); ``None`` otherwise."""
+        flip = self.mechanism.dominating_randomized_response()
+        if flip is None or flip == 0:
+            return None
+        return two_point.subsampled_loss_atoms(flip, self.sampling_probability)
+
     def approximate(self):
         """``(PoissonSubsampled(core, q), delta)`` when the base is ``delta``-approximately ``core``
         (:meth:`Mechanism.approximate`).

@@ -38,7 +38,13 @@ import numpy as np
 
 from mechanisms._logmath import EPS, add_up, expm1_minus_linear, fraction_up, mul_up, round_up
 
-__all__ = ["flip_of_randomized_response", "flip_of_pure_dp", "loss_of_flip", "randomized_response_rdp"]
+__all__ = [
+    "flip_of_randomized_response",
+    "flip_of_pure_dp",
+    "loss_of_flip",
+    "randomized_response_rdp",
+    "subsampled_loss_atoms",
+]
 
 _U = EPS / 2  # unit roundoff
 
@@ -229,3 +235,25 @@ def randomized_response_rdp(orders, flip, q=1.0):
             value = round_up(log_s / den, 3)
         out[finite] = np.fmin(value, pure)
     return out
+
+
+def subsampled_loss_atoms(flip, q):
+    """The privacy-loss atoms of the subsampled pairs, for accountants that enumerate them exactly:
+    ``{"remove": (l_1, l_0, log P(1), log P(0)), "add": (...)}`` for the remove pair ``(Bern(b + d), Bern(b))``
+    and the add pair ``(Bern(b), Bern(b + d))``, ``d = q (1 - 2b)`` (module docstring), where ``l_o = log(P(o) /
+    Q(o))`` is the loss at outcome ``o`` and ``P(o)`` its mass under the first distribution.
+
+    Every value is a float within a few ulps (relative) of the exact one, computed from the exact rationals of the
+    inputs (``log1p`` of a ratio rounded to nearest, or ``log`` of a rational via :func:`_log` where the ratio is
+    near -1 or beyond the float range); callers bound their effect by relative slacks of a few ``EPS`` per value.
+    """
+    fb, q = fractions.Fraction(flip), float(q)
+    one_minus_b = 1 - fb
+    fd = fractions.Fraction(q) * (one_minus_b - fb)
+    a = fb + fd  # P(1) in the remove pair
+    x, y = fd / fb, fd / one_minus_b  # l_1 = log1p(x), l_0 = log1p(-y)
+    l1 = math.log1p(float(x)) if x < 1e300 else _log(1 + x)
+    l0 = math.log1p(-float(y)) if y <= 0.5 else _log(1 - y)
+    log_a, log_1ma = _log(a), _log(1 - a)
+    log_b, log_1mb = _log(fb), _log(one_minus_b)
+    return {"remove": (l1, l0, log_a, log_1ma), "add": (-l1, -l0, log_b, log_1mb)}
