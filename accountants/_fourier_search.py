@@ -32,6 +32,7 @@ import numpy as np
 from accountants.conversions import minimize_over_orders
 from accountants.fourier_inversion import (
     Bounds,
+    TruncationLimit,
     chernoff_log_delta,
     complement_damping,
     invert,
@@ -92,6 +93,22 @@ def hint(errors):
 
 def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_damping, floor=0.0,
                            chernoff=None):
+    """See :func:`_direction_delta_bounds`; a plan that cannot bound its truncation (:class:`TruncationLimit`)
+    fails at once, with the Chernoff bound as its certified upper end."""
+    if chernoff is None:
+        chernoff = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
+    try:
+        return _direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
+                                       max_damping=max_damping, floor=floor, chernoff=chernoff)
+    except TruncationLimit as exc:
+        upper = min(float(np.exp(chernoff[0])) * (1.0 + _CHERNOFF_SLACK), 1.0)
+        return Bounds(0.0, upper, upper), (
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): {exc}; "
+            "RDPAccountant answers such ledgers (looser).")
+
+
+def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_damping, floor=0.0,
+                            chernoff=None):
     """``(Bounds, failure)`` of delta(epsilon) for one direction, whose log MGF is ``lm`` and its decay bound
     ``sup``; 1 - delta is priced instead where the Chernoff-optimal damping is below ``COMPLEMENT_SWITCH``.
 
@@ -205,6 +222,23 @@ def chernoff_epsilon(lm, log_delta, cap):
 
 def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, max_damping, floor=0.0,
                              bracket=None):
+    """See :func:`_direction_epsilon_bounds`; a plan that cannot bound its truncation (:class:`TruncationLimit`)
+    fails at once, with the Chernoff epsilon as its certified upper end."""
+    if bracket is None:
+        bracket = chernoff_epsilon(lm, log_delta, max_damping)
+    try:
+        return _direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol, max_terms=max_terms,
+                                         max_damping=max_damping, floor=floor, bracket=bracket)
+    except TruncationLimit as exc:
+        upper = bracket[0] * (1.0 + _CHERNOFF_SLACK) + 1e-12
+        return Bounds(0.0, upper, upper), (
+            f"FourierAccountant could not certify epsilon at delta={float(np.exp(log_delta))} to rtol={rtol} "
+            f"({direction.value}): "
+            f"{exc}; RDPAccountant answers such ledgers (looser).")
+
+
+def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, max_damping, floor=0.0,
+                              bracket=None):
     """``(Bounds, failure)`` of epsilon at ``delta = exp(log_delta)`` for one direction (log MGF ``lm``, decay
     bound ``sup``): root finding on the inverted delta, bracketed by the Chernoff epsilon of ``lm``
     (``bracket``, :func:`chernoff_epsilon`, computed when not given).
@@ -323,8 +357,11 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
 def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping):
     """Inversion plan for the rest ``R`` of a split ledger: its nodes use ``split.node_log``, its truncation
     bound ``split.sup``."""
-    return make_plan(lm, split.sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa,
-                     max_damping=max_damping, node_log_mgf=split.node_log)
+    try:
+        return make_plan(lm, split.sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa,
+                         max_damping=max_damping, node_log_mgf=split.node_log)
+    except TruncationLimit as exc:
+        raise AccuracyError(f"FourierAccountant (Laplace ledger, atoms enumerated exactly): {exc}.") from None
 
 
 def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):

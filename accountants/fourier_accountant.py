@@ -196,9 +196,25 @@ class FourierAccountant:
             total = total + count * mechanism.log_mgf(s, direction)
         return total
 
+    def _log_mgf_enclosure(self, s, direction):
+        """``(log M~, log E)`` of the composed loss, ``|M(s) - M~(s)| <= E(s)`` (closed forms: rounding only, which
+        the inversion bounds); the mechanisms' enclosures combined by :func:`mechanisms._logmath.log_product_error`."""
+        s = np.asarray(s, dtype=np.complex128)
+        mu2, e_values, counts, others = self._compile()
+        total = privacy_loss.gaussian_log_mgf(s, 1.0) * mu2 if mu2 else np.zeros(s.shape, dtype=np.complex128)
+        if e_values.size:
+            total = total + two_point_log_mgf(s, e_values, counts)
+        parts = [(1, total, np.full(s.shape, -np.inf))]
+        for mechanism, count in others:
+            value, error = mechanism.log_mgf_enclosure(s, direction)
+            parts.append((count, value, error))
+            total = total + count * value
+        return total, _logmath.log_product_error(parts)
+
     def _direction_log_mgf(self, direction):
-        """``s -> log M(s)`` of the composed loss for one direction."""
-        return functools.partial(self._log_mgf, direction=direction)
+        """``s -> log M(s)`` of the composed loss for one direction; when :attr:`certified`, it also has an
+        ``enclosure(s)`` method (``(log M~, log E)``, used for the Fourier nodes)."""
+        return _DirectionLaw(self, direction)
 
     def _directions(self):
         """``(direction, log MGF, decay bound)`` of the composed loss for both directions (the searches of
@@ -252,7 +268,8 @@ class FourierAccountant:
     def _max_damping(self):
         """Damping cap: large for closed-form ledgers (cost independent of the tilt), small where a quadrature's
         range grows with the tilt (Poisson-subsampled mechanisms)."""
-        return MAX_DAMPING_CLOSED_FORM if self.certified else MAX_DAMPING
+        closed = all(core.log_mgf_is_closed_form for core, _ in self._cores.values())
+        return MAX_DAMPING_CLOSED_FORM if closed and self.certified else MAX_DAMPING
 
     def _settings(self):
         """Keyword arguments of the searches in :mod:`accountants._fourier_search`."""
@@ -278,7 +295,7 @@ class FourierAccountant:
         """Whether every characteristic function in the ledger is in closed form (so the error bounds are
         proofs, up to float64 rounding which is bounded too)."""
         if self._closed is None:
-            self._closed = all(_closed_form(core) and core.rdp_is_proven for core, _ in self._cores.values()) or (
+            self._closed = all(core.log_mgf_is_proven and core.rdp_is_proven for core, _ in self._cores.values()) or (
                 bool(self._entries) and self._atom_lattice() is not None)
         return self._closed
 
@@ -441,8 +458,11 @@ class FourierAccountant:
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
                     f"(thesis Sec 3.4), characteristic functions in closed form, rtol {self._rtol:g}")
         estimated = sorted({type(core).__name__ for core, _ in self._cores.values()
-                            if not (_closed_form(core) and core.rdp_is_proven)})
-        how = "characteristic functions in closed form" if self.certified else (
+                            if not (core.log_mgf_is_proven and core.rdp_is_proven)})
+        closed = all(core.log_mgf_is_closed_form for core, _ in self._cores.values())
+        how = ("characteristic functions in closed form" if closed else
+               "characteristic functions in closed form or proven enclosures (every error bounded)") if (
+            self.certified) else (
             "characteristic functions partly by quadrature, its error estimated, not proven (estimated part: "
             f"{', '.join(estimated)})"
         )
@@ -471,18 +491,17 @@ class FourierAccountant:
         )
 
 
-def _closed_form(mechanism):
-    from mechanisms.composition import Composed, SelfComposed
-    from mechanisms.custom_pairs import ContinuousPairMechanism
-    from mechanisms.subsampled import PoissonSubsampled
+class _DirectionLaw:
+    """``log M`` of one direction of a ledger as a callable, with its proven enclosure where the ledger is
+    certified (what :func:`accountants.fourier_inversion.make_plan` evaluates at the Fourier nodes)."""
 
-    if isinstance(mechanism, SelfComposed):
-        return _closed_form(mechanism.mechanism)
-    if isinstance(mechanism, Composed):
-        return all(_closed_form(m) for m in mechanism.mechanisms)
-    if isinstance(mechanism, PoissonSubsampled):
-        return mechanism.sampling_probability in (0.0, 1.0) and _closed_form(mechanism.mechanism)
-    return not isinstance(mechanism, ContinuousPairMechanism)
+    def __init__(self, accountant, direction):
+        self._accountant, self._direction = accountant, direction
+        if accountant.certified:
+            self.enclosure = functools.partial(accountant._log_mgf_enclosure, direction=direction)
+
+    def __call__(self, s):
+        return self._accountant._log_mgf(s, self._direction)
 
 
 def _real_array(values, name, owner):

@@ -44,6 +44,7 @@ __all__ = [
     "MAX_ATOMS",
     "MAX_DAMPING",
     "MAX_DAMPING_CLOSED_FORM",
+    "TruncationLimit",
 ]
 
 _EPS = np.finfo(np.float64).eps
@@ -54,6 +55,26 @@ MAX_DAMPING = 64.0
 #: ``MAX_DAMPING`` would be valid too, but far from the saddle point the terms of the sum are many orders of
 #: magnitude above delta and cancel, so the (bounded) float64 rounding error swamps a tiny delta.
 MAX_DAMPING_CLOSED_FORM = 1e6
+
+
+#: A plan whose truncation bound at ``max_terms`` nodes is this many times its tolerance cannot certify anything:
+#: the callers' tolerances are at least this much below the interval width they accept.
+_HOPELESS = 1e4
+
+
+class TruncationLimit(ArithmeticError):
+    """The characteristic function does not decay fast enough for ``max_terms`` nodes to bound the truncation
+    (raised before any node is evaluated, so the caller can say why at once)."""
+
+
+def _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup):
+    if log_trunc > np.log(tolerance * _HOPELESS):
+        raise TruncationLimit(
+            f"{terms + 1} nodes (max_terms={max_terms}): the truncation bound {np.exp(log_trunc):.3g} stays far "
+            f"above the tolerance {tolerance:.3g} because the characteristic function does not decay fast enough "
+            f"(it still reaches exp({log_sup:.4g}) beyond frequency {terms * step:.4g}): the privacy loss is too "
+            "narrow or too lumpy for Fourier inversion (few steps of a small sampling probability, or atoms)"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +106,8 @@ class InversionPlan:
     log_m_kappa: float
     log_m_tail: float
     log_sup: float
+    #: ``log E`` at the nodes, ``|M - exp(log_m_nodes)| <= E`` (None: closed forms, rounding only)
+    log_err_nodes: np.ndarray = None
 
     @property
     def step(self):
@@ -146,17 +169,43 @@ def make_plan(log_mgf, log_mgf_sup, epsilon, tolerance, *, max_terms=1 << 20, ka
         if log_trunc <= np.log(tolerance) or terms >= max_terms:
             break
         terms *= 2
+    _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup)
     nodes = kappa + 1j * step * np.arange(terms + 1)
+    log_m_nodes, log_err_nodes = _at_nodes(log_mgf, node_log_mgf, nodes)
     return InversionPlan(
         kappa=kappa,
         kappa_tail=kappa_tail,
         period=period,
         terms=terms,
-        log_m_nodes=np.asarray((log_mgf if node_log_mgf is None else node_log_mgf)(nodes), dtype=np.complex128),
+        log_m_nodes=log_m_nodes,
         log_m_kappa=log_m_kappa,
         log_m_tail=log_m_tail,
         log_sup=float(log_sup),
+        log_err_nodes=log_err_nodes,
     )
+
+
+def _at_nodes(log_mgf, node_log_mgf, nodes):
+    """``(log M, log E or None)`` at the nodes: the enclosure of ``log_mgf`` where it has one."""
+    if node_log_mgf is not None:
+        return np.asarray(node_log_mgf(nodes), dtype=np.complex128), None
+    enclosure = getattr(log_mgf, "enclosure", None)
+    if enclosure is None:
+        return np.asarray(log_mgf(nodes), dtype=np.complex128), None
+    value, error = enclosure(nodes)
+    return np.asarray(value, dtype=np.complex128), np.asarray(error, dtype=np.float64)
+
+
+def _enclosure_error(plan, s, epsilon, weights):
+    """Bound on what the nodes' enclosure errors add to the contour sum:
+    ``(step / pi) sum_k w_k E_k |e^(-s_k eps)| / |s_k (1 + s_k)|`` (0 for closed forms)."""
+    if plan.log_err_nodes is None:
+        return 0.0
+    log_terms = plan.log_err_nodes - plan.kappa * epsilon - np.log(np.abs(s)) - np.log(np.abs(1.0 + s))
+    top = float(np.max(log_terms))
+    if not np.isfinite(top):
+        return 0.0 if top == -np.inf else np.inf
+    return float(np.sum(weights * np.exp(log_terms - top)) * np.exp(top) * plan.step / np.pi * (1.0 + 1e-12))
 
 
 def complement_damping(log_mgf, epsilon):
@@ -184,16 +233,19 @@ def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kap
         if log_trunc <= np.log(tolerance) or terms >= max_terms:
             break
         terms *= 2
+    _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup)
     nodes = -a + 1j * step * np.arange(terms + 1)
+    log_m_nodes, log_err_nodes = _at_nodes(log_mgf, None, nodes)
     return InversionPlan(
         kappa=-a,
         kappa_tail=np.nan,
         period=period,
         terms=terms,
-        log_m_nodes=np.asarray(log_mgf(nodes), dtype=np.complex128),
+        log_m_nodes=log_m_nodes,
         log_m_kappa=float(np.real(log_mgf(np.array([-a], dtype=np.complex128))[0])),
         log_m_tail=np.nan,
         log_sup=float(log_sup),
+        log_err_nodes=log_err_nodes,
     )
 
 
@@ -216,6 +268,7 @@ def _invert_negative(plan, epsilon):
     total = float(np.sum(weights * scaled.real)) * np.exp(peak) * step / np.pi
     magnitude = float(np.sum(weights * np.abs(scaled) * (8.0 + np.abs(plan.log_m_nodes)))) * np.exp(peak)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1)) + 2.0 * _EPS
+    rounding += _enclosure_error(plan, s, epsilon, weights)
     truncation = float(np.exp(log_trunc))
     aliasing = float(
         np.exp(epsilon - (1.0 - a) * plan.period) / -np.expm1(-(1.0 - a) * plan.period)
@@ -254,6 +307,7 @@ def invert(plan, epsilon):
     total = float(np.sum(weights * scaled.real)) * np.exp(peak) * step / np.pi
     magnitude = float(np.sum(weights * np.abs(scaled) * (8.0 + np.abs(plan.log_m_nodes)))) * np.exp(peak)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1))
+    rounding += _enclosure_error(plan, s, epsilon, weights)
     truncation = float(np.exp(log_trunc))
     a1 = np.exp(-kappa * plan.period) / -np.expm1(-kappa * plan.period)
     aliasing = float(a1 + np.exp(log_a2))

@@ -113,8 +113,10 @@ def build_parser():
     formatter = argparse.RawDescriptionHelpFormatter
     accountant_help = (
         "rdp (default): Renyi DP, a proven upper bound for every mechanism, in milliseconds; fourier: "
-        "characteristic functions, tighter, an upper bound when they are in closed form and an estimate for "
-        "subsampled mechanisms, can take seconds or fail to certify; both: print the two"
+        "characteristic functions, tighter, a proven upper bound when they are closed forms or proven enclosures "
+        "(Gaussian, Laplace, randomized response, pure DP, and the Poisson-subsampled Gaussian, randomized "
+        "response and pure DP) and an estimate otherwise (subsampled Laplace), can take seconds or fail to "
+        "certify; both: print the two"
     )
     for name, given, target_help in (
         ("epsilon", "delta", "the smallest epsilon such that the composition is (epsilon, delta)-DP"),
@@ -132,13 +134,17 @@ def build_parser():
         "calibrate",
         help="the smallest noise meeting a target (epsilon, delta)",
         description="The smallest noise (largest p / rho / pure epsilon) of the one entry that omits it, such that "
-        "the whole composition is (epsilon, delta)-DP by the RDP accountant (a proven upper bound).",
+        "the whole composition is (epsilon, delta)-DP by the chosen accountant (RDP by default; a proven upper "
+        "bound).",
         epilog=epilog,
         formatter_class=formatter,
     )
     p.add_argument("--epsilon", type=float, required=True, help="target epsilon")
     p.add_argument("--delta", type=float, required=True, help="target delta")
     p.add_argument("--rtol", type=float, default=1e-6, help="relative width of the final search bracket")
+    p.add_argument("--accountant", choices=("rdp", "fourier"), default="rdp",
+                   help="rdp (default): noise whose RDP epsilon meets the target; fourier: noise whose "
+                   "characteristic-function epsilon meets it (tighter: less noise, a few seconds)")
     _add_composition_options(p, calibrate=True)
     _add_output_options(p)
 
@@ -204,7 +210,8 @@ def _run_calibrate(args):
 
     _check_targets(args)
     entries = _entries(args, calibrate=True)
-    result = accounting.calibrate_result(entries, epsilon=args.epsilon, delta=args.delta, rtol=args.rtol)
+    result = accounting.calibrate_result(entries, epsilon=args.epsilon, delta=args.delta, rtol=args.rtol,
+                                         accountant=args.accountant)
     print(_format.to_json(result) if args.json else accounting.format_calibration(result))
     return 0
 

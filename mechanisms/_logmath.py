@@ -248,3 +248,22 @@ def log_expm1_minus_linear(y):
         out[np.isnan(y)] = np.nan
         out[y == np.inf] = np.inf
     return out[()]
+
+
+def log_product_error(parts):
+    """``log E`` with ``|prod M_i^n_i - prod M~_i^n_i| <= E`` for enclosures ``|M_i - M~_i| <= E_i``.
+
+    ``parts`` holds ``(n_i, log M~_i, log E_i)`` (arrays of one shape). Since ``|prod a - prod b| <= prod (|b| +
+    |a - b|) - prod |b|`` (expand ``a = b + (a - b)``), ``E = exp(sum n_i log(|M~_i| + E_i)) - exp(sum n_i log
+    |M~_i|)``, computed as ``exp(low) expm1(high - low)``; where the estimate is 0, ``E = exp(high)``.
+    """
+    low, high = 0.0, 0.0
+    for n, log_m, log_e in parts:
+        mag = np.real(log_m)
+        low = low + n * mag
+        high = high + n * np.logaddexp(mag, log_e)
+    low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = high - low
+        out = np.where(np.isfinite(low), low + np.log(np.expm1(gap) * (1.0 + 8.0 * EPS)), high)
+    return np.where(np.isnan(out), high, out)

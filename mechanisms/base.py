@@ -30,6 +30,21 @@ class Mechanism(abc.ABC):
     #: Combinators override it with the conjunction over their children.
     rdp_is_proven = True
 
+    #: Whether ``log_mgf`` is a closed form whose cost does not depend on the tilt ``Re s`` (the characteristic-
+    #: function accountant then allows large dampings). Poisson-subsampled mechanisms integrate over an output
+    #: range that grows with the tilt. Combinators: the conjunction over their children.
+    log_mgf_is_closed_form = True
+
+    #: Whether ``log_mgf`` is proven: a closed form (whose float64 rounding, a few ulps relative, the Fourier
+    #: inversion bounds) or a value whose every other error :meth:`log_mgf_enclosure` bounds, with a proven
+    #: :meth:`log_mgf_sup`. False where the characteristic function comes from a quadrature whose error is only
+    #: estimated (a user's continuous pair, subsampled Laplace): the accountants then label reports "estimate".
+    log_mgf_is_proven = True
+
+    #: Whether the mechanism provides :meth:`subsampled_log_f_enclosure` (a proven characteristic function of
+    #: its Poisson-subsampled pair; the Gaussian mechanism does).
+    has_subsampled_enclosure = False
+
     def approximate(self):
         """``(core, delta)``: this mechanism is ``delta``-approximately the mechanism ``core``.
 
@@ -132,24 +147,27 @@ class Mechanism(abc.ABC):
         MissingCapabilityError
             If the mechanism has no known dominating pair (for example a zCDP or custom-RDP mechanism).
         """
+        arr, flat = self._argument(s, direction, "log_mgf")
+        out = np.asarray(self._log_mgf(flat), dtype=np.complex128).reshape(arr.shape)
+        if np.isnan(out).any():
+            raise NumericalError(f"{self!r}.log_mgf produced NaN.")
+        return out[()]
+
+    def _argument(self, s, direction, method):
+        """``(array, flat remove-direction arguments)`` of a validated complex ``s`` (``-1 - s`` for ADD)."""
         if not isinstance(direction, Direction):
-            raise TypeError(f"`direction` of {type(self).__name__}.log_mgf must be a Direction; got {direction!r}.")
+            raise TypeError(f"`direction` of {type(self).__name__}.{method} must be a Direction; got {direction!r}.")
         try:
             raw = np.asarray(s)
             if raw.dtype == object or not (raw.dtype.kind in "biufc"):
                 raise TypeError  # None, strings, mixed objects: not numbers (numpy would turn None into nan)
             arr = raw.astype(np.complex128)
         except (TypeError, ValueError):
-            raise TypeError(f"`s` of {type(self).__name__}.log_mgf must be complex numbers; got {s!r}.") from None
+            raise TypeError(f"`s` of {type(self).__name__}.{method} must be complex numbers; got {s!r}.") from None
         if np.isnan(arr).any():
-            raise ValueError(f"`s` of {type(self).__name__}.log_mgf must be numbers; got nan.")
+            raise ValueError(f"`s` of {type(self).__name__}.{method} must be numbers; got nan.")
         flat = arr.reshape(-1)
-        if direction is Direction.ADD:
-            flat = -1.0 - flat
-        out = np.asarray(self._log_mgf(flat), dtype=np.complex128).reshape(arr.shape)
-        if np.isnan(out).any():
-            raise NumericalError(f"{self!r}.log_mgf produced NaN.")
-        return out[()]
+        return arr, (-1.0 - flat if direction is Direction.ADD else flat)
 
     def _log_mgf(self, s):
         raise MissingCapabilityError(
@@ -157,6 +175,40 @@ class Mechanism(abc.ABC):
             "account for it with RDPAccountant, or describe it by a dominating pair (DominatingPairMechanism) "
             "or by its log characteristic function (CharacteristicFunctionMechanism)."
         )
+
+    def log_mgf_enclosure(self, s, direction=Direction.REMOVE):
+        """``(log_m, log_error)``: ``log_m = log_mgf(s, direction)`` and ``|M(s) - exp(log_m)| <= exp(log_error)``
+        beyond float64 rounding of a closed form (``log_error = -inf`` for closed forms).
+
+        Raises
+        ------
+        MissingCapabilityError
+            If the mechanism's characteristic function is not proven (:attr:`log_mgf_is_proven` is False).
+        """
+        if not self.log_mgf_is_proven:
+            raise MissingCapabilityError(
+                f"{self!r}: its characteristic function comes from a quadrature whose error is estimated, not "
+                "proven, so it has no enclosure."
+            )
+        arr, flat = self._argument(s, direction, "log_mgf_enclosure")
+        value, error = self._log_mgf_enclosure(flat)
+        value = np.asarray(value, dtype=np.complex128).reshape(arr.shape)
+        if np.isnan(value).any():
+            raise NumericalError(f"{self!r}.log_mgf_enclosure produced NaN.")
+        return value[()], np.asarray(error, dtype=np.float64).reshape(arr.shape)[()]
+
+    def _log_mgf_enclosure(self, s):
+        """Remove direction at a 1-D complex array; closed forms have no error beyond rounding."""
+        return self._log_mgf(s), np.full(s.shape, -np.inf)
+
+    def subsampled_log_f_enclosure(self, a, v, sampling_probability):
+        """``(log F~, log E)`` of ``F(a + iv) = E_B[(1 - g + g dA/dB)^(a + iv)]`` for the Poisson-subsampled pair
+        (``g`` = ``sampling_probability``), with ``|F - F~| <= E``: see :attr:`has_subsampled_enclosure`."""
+        raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
+
+    def subsampled_log_f_sup(self, a, v_min, sampling_probability):
+        """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (see :meth:`subsampled_log_f_enclosure`)."""
+        raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 
     def log_mgf_sup(self, real_part, u_min):
         """An upper bound on ``sup_{|u| >= u_min} Re log M(real_part + i u)`` (remove direction's ``M``).

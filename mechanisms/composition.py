@@ -39,6 +39,18 @@ class SelfComposed(Mechanism):
     def rdp_is_proven(self):
         return self.mechanism.rdp_is_proven
 
+    @property
+    def log_mgf_is_proven(self):
+        return self.mechanism.log_mgf_is_proven
+
+    @property
+    def log_mgf_is_closed_form(self):
+        return self.mechanism.log_mgf_is_closed_form
+
+    def _log_mgf_enclosure(self, s):
+        value, error = self.mechanism._log_mgf_enclosure(s)
+        return self.count * value, _logmath.log_product_error([(self.count, value, error)])
+
     def approximate(self):
         """``(SelfComposed(core, count), 1 - (1 - delta)^count)`` (rule in :meth:`Mechanism.approximate`)."""
         core, delta = self.mechanism.approximate()
@@ -87,6 +99,18 @@ class Composed(Mechanism):
     @property
     def rdp_is_proven(self):
         return all(m.rdp_is_proven for m in self.mechanisms)
+
+    @property
+    def log_mgf_is_proven(self):
+        return all(m.log_mgf_is_proven for m in self.mechanisms)
+
+    @property
+    def log_mgf_is_closed_form(self):
+        return all(m.log_mgf_is_closed_form for m in self.mechanisms)
+
+    def _log_mgf_enclosure(self, s):
+        parts = [(1, *m._log_mgf_enclosure(s)) for m in self.mechanisms]
+        return np.sum([value for _, value, _ in parts], axis=0), _logmath.log_product_error(parts)
 
     def approximate(self):
         """``(Composed(cores), 1 - prod (1 - delta_i))`` (rule in :meth:`Mechanism.approximate`)."""

@@ -232,6 +232,7 @@ class ContinuousPairMechanism(Mechanism):
     _log_masses: tuple = dataclasses.field(default=(0.0, 0.0), init=False, repr=False, compare=False)
 
     rdp_is_proven = False  # quadrature with an estimated error
+    log_mgf_is_proven = False
 
     def __post_init__(self):
         owner = "ContinuousPairMechanism"

@@ -5,7 +5,7 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, privacy_loss
+from mechanisms import _logmath, _validate, privacy_loss, subsampled_gaussian_cf
 from mechanisms.base import Mechanism
 
 __all__ = ["GaussianMechanism"]
@@ -44,6 +44,7 @@ class GaussianMechanism(Mechanism):
     sensitivity: float = dataclasses.field(default=1.0, kw_only=True)
 
     satisfies_pearson_vajda = True  # thesis Prop 2.3.6 (proof: thesis Thm 2.5.5)
+    has_subsampled_enclosure = True  # mechanisms.subsampled_gaussian_cf
 
     def __post_init__(self):
         object.__setattr__(self, "sigma", _validate.positive(self.sigma, "sigma", "GaussianMechanism"))
@@ -72,6 +73,14 @@ class GaussianMechanism(Mechanism):
         """Exact: ``Re log M(c + iu) = mu^2 (c (c + 1) - u^2) / 2`` decreases in ``|u|``."""
         mu2 = self.noise_multiplier**-2
         return 0.5 * mu2 * (real_part * (real_part + 1.0) - u_min * u_min)
+
+    def subsampled_log_f_enclosure(self, a, v, sampling_probability):
+        """Proven enclosure of the subsampled pair's ``F(a + iv)`` (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""
+        return subsampled_gaussian_cf.log_f_enclosure(a, v, sampling_probability, 1.0 / self.noise_multiplier)
+
+    def subsampled_log_f_sup(self, a, v_min, sampling_probability):
+        """Proven decay bound (:func:`mechanisms.subsampled_gaussian_cf.log_f_sup`)."""
+        return subsampled_gaussian_cf.log_f_sup(a, v_min, sampling_probability, 1.0 / self.noise_multiplier)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         return privacy_loss.gaussian_output_quadrature(1.0 / self.noise_multiplier, max_frequency, tilt, gamma)

@@ -61,6 +61,27 @@ class PoissonSubsampled(Mechanism):
     def rdp_is_proven(self):
         return self.mechanism.rdp_is_proven
 
+    @property
+    def log_mgf_is_closed_form(self):
+        """Only without subsampling (q = 0 or 1): otherwise an integral over the base's output space."""
+        return self.sampling_probability in (0.0, 1.0) and self.mechanism.log_mgf_is_closed_form
+
+    @property
+    def log_mgf_is_proven(self):
+        """Proven for a Gaussian base (a proven enclosure, :mod:`mechanisms.subsampled_gaussian_cf`) and for bases
+        dominated by randomized response (a finite sum over two atoms, thesis Thm 3.3.5(1)); estimated otherwise
+        (subsampled Laplace and continuous pairs: quadrature whose error is estimated)."""
+        q = self.sampling_probability
+        if q == 0.0:
+            return True
+        if q == 1.0:
+            return self.mechanism.log_mgf_is_proven
+        return self.mechanism.has_subsampled_enclosure or self._two_point_base()
+
+    def _two_point_base(self):
+        flip = self.mechanism.dominating_randomized_response()
+        return flip is not None and flip != 0
+
     def dominating_randomized_response(self):
         """The base's at ``q = 1`` (no subsampling), ``1/2`` at ``q = 0`` (nothing released); otherwise ``None``:
         a subsampled two-point pair is not a randomized-response pair (its two directions differ)."""
@@ -174,6 +195,11 @@ class PoissonSubsampled(Mechanism):
         if q == 1.0:
             return self.mechanism._log_mgf(s)
         s = np.asarray(s, dtype=np.complex128)
+        if self.mechanism.has_subsampled_enclosure:
+            value, error = self._enclosure(s)
+            # real arguments (Chernoff bounds, Renyi divergences, dampings): the upper end, a proven upper bound
+            real = s.imag == 0.0
+            return np.where(real, np.logaddexp(value.real, error), value)
         if s.size > 1 and np.all(s.imag == 0.0):
             # Real arguments (Chernoff bounds, RDP): one quadrature per group of tilts 1 + s within a factor 2
             # (its range covers the whole group, so it is at most about twice as wide as each one needs).
@@ -208,12 +234,37 @@ class PoissonSubsampled(Mechanism):
             return out.reshape(s.shape)
         return privacy_loss.subsampled_log_f(1.0 + s, q, self._quadrature(s))
 
+    def _enclosure(self, s):
+        """The base's proven ``F(1 + s)`` (remove direction), grouped by the real part of ``s``."""
+        flat = np.asarray(s, dtype=np.complex128).reshape(-1)
+        value, error = np.empty(flat.shape, dtype=np.complex128), np.empty(flat.shape)
+        for a in np.unique(flat.real):
+            sel = flat.real == a
+            value[sel], error[sel] = self.mechanism.subsampled_log_f_enclosure(
+                1.0 + a, flat.imag[sel], self.sampling_probability)
+        return value.reshape(np.shape(s)), error.reshape(np.shape(s))
+
+    def _log_mgf_enclosure(self, s):
+        """Proven for a Gaussian base (its enclosure) and two-point bases (finite sums: rounding only)."""
+        q = self.sampling_probability
+        if q == 1.0:
+            return self.mechanism._log_mgf_enclosure(s)
+        if q != 0.0 and self.mechanism.has_subsampled_enclosure:
+            return self._enclosure(s)
+        return Mechanism._log_mgf_enclosure(self, s)
+
     def log_mgf_sup(self, real_part, u_min):
-        """Estimated bound (quadrature-based; see :func:`mechanisms.privacy_loss.subsampled_log_f_sup`)."""
+        """A proven bound for a Gaussian base (:meth:`GaussianMechanism.subsampled_log_f_sup`) and for two-point
+        bases (``log M(real_part)``: their transforms do not decay); estimated (quadrature-based, see
+        :func:`mechanisms.privacy_loss.subsampled_log_f_sup`) otherwise."""
         q = self.sampling_probability
         if q == 0.0:
             return 0.0
         if q == 1.0:
             return self.mechanism.log_mgf_sup(real_part, u_min)
+        if self.mechanism.has_subsampled_enclosure:
+            return self.mechanism.subsampled_log_f_sup(1.0 + real_part, u_min, q)
+        if self._two_point_base():
+            return Mechanism.log_mgf_sup(self, real_part, u_min)
         quad = self._quadrature(np.array([complex(real_part, 0.0)]))  # covers the tilt 1 + real_part
         return privacy_loss.subsampled_log_f_sup(1.0 + real_part, u_min, q, quad)

@@ -598,9 +598,12 @@ def test_reports_say_what_they_are():
     assert report.accountant == "Fourier" and "interval" in report.method
     d_report = closed.delta_report(1.0)
     assert d_report.delta == closed.get_delta(1.0) and d_report.epsilon == 1.0
-    sub = FourierAccountant().compose(sgd(0.05, 1.0), count=500)
-    assert not sub.certified and sub.epsilon_report(1e-5).bound == "estimate"
-    assert "quadrature" in sub.epsilon_report(1e-5).method
+    sub = FourierAccountant().compose(sgd(0.05, 1.0), count=500)  # a proven enclosure (issue 14)
+    assert sub.certified and sub.epsilon_report(1e-5).bound == "upper bound"
+    assert "proven enclosures" in sub.epsilon_report(1e-5).method
+    laplace = FourierAccountant().compose(PoissonSubsampled(LaplaceMechanism(scale=1.0), 0.1), count=100)
+    assert not laplace.certified and laplace.epsilon_report(1e-5).bound == "estimate"
+    assert "quadrature" in laplace.epsilon_report(1e-5).method
 
 
 # --------------------------------------------------------------------------- invalid input

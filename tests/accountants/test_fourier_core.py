@@ -88,7 +88,9 @@ def test_report_says_whether_the_bound_is_proven():
     closed = FourierAccountant().compose(GaussianMechanism(sigma=2.0), count=3)
     assert closed.certified and closed.epsilon_report(1e-5).bound == "upper bound"
     sub = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=1.0), sampling_probability=0.05), 500)
-    assert not sub.certified and sub.epsilon_report(1e-5).bound == "estimate"
+    assert sub.certified and sub.epsilon_report(1e-5).bound == "upper bound"  # proven enclosure (issue 14)
+    laplace = FourierAccountant().compose(PoissonSubsampled(LaplaceMechanism(scale=1.0), 0.1), count=100)
+    assert not laplace.certified and laplace.epsilon_report(1e-5).bound == "estimate"
 
 
 def test_pure_dp_cap_and_empty_ledger():

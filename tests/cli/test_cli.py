@@ -72,7 +72,7 @@ def test_dp_sgd_epsilon_json_equals_the_api(capsys):
     assert data["best_upper_bound"] == {"accountant": "RDP", "epsilon": report.epsilon}
 
 
-def test_both_accountants_equal_the_api_and_label_the_fourier_estimate(capsys):
+def test_both_accountants_equal_the_api_and_the_proven_fourier_bound_is_the_headline(capsys):
     data = run_json(capsys, "epsilon", *DP_SGD, "--delta", "1e-5", "--accountant", "both")
     mechanism = PoissonSubsampled(GaussianMechanism(sigma=1.1), sampling_probability=0.01)
     bounds = FourierAccountant().compose(mechanism, count=10_000).epsilon_bounds(1e-5)
@@ -81,9 +81,13 @@ def test_both_accountants_equal_the_api_and_label_the_fourier_estimate(capsys):
     assert (fourier["lower"], fourier["estimate"], fourier["upper"]) == tuple(bounds)
     assert fourier["epsilon"] == bounds.upper
     assert fourier["error_bound"] == pytest.approx(bounds.upper - bounds.lower)
-    # Subsampled characteristic functions come from quadrature: an estimate, never the headline bound.
-    assert fourier["bound"] == "estimate"
-    assert data["best_upper_bound"]["accountant"] == "RDP"
+    # The subsampled Gaussian's characteristic function has a proven enclosure: the tighter proven bound leads.
+    assert fourier["bound"] == "upper bound" and fourier["epsilon"] < rdp["epsilon"]
+    assert data["best_upper_bound"]["accountant"] == "Fourier"
+    laplace = run_json(capsys, "epsilon", "--mechanism", "laplace", "--scale", "1", "--sampling-probability", "0.1",
+                       "--count", "100", "--delta", "1e-5", "--accountant", "both")
+    assert laplace["results"][1]["bound"] == "estimate"  # quadrature: never the headline
+    assert laplace["best_upper_bound"]["accountant"] == "RDP"
 
 
 def test_fourier_upper_bound_of_a_closed_form_mechanism_becomes_the_headline(capsys):
@@ -208,6 +212,24 @@ def test_calibrate_single_gaussian_equals_the_api(capsys):
                        "--count", "1000", "--epsilon", "1", "--delta", "1e-5")
     assert code == 0 and out.startswith(f"sigma = {_format.upper(sigma)}  (smallest value")
     assert float(_format.upper(sigma)) >= sigma  # the printed noise still meets the target
+
+
+def test_calibrate_through_the_fourier_accountant_needs_less_noise_and_meets_the_proven_target(capsys):
+    argv = ["calibrate", "--mechanism", "gaussian", "--sampling-probability", "0.01", "--count", "200",
+            "--epsilon", "1", "--delta", "1e-5", "--rtol", "1e-4"]
+    fourier = run_json(capsys, *argv, "--accountant", "fourier")
+    rdp = run_json(capsys, *argv)
+    sigma = fourier["value"]
+    assert fourier["achieved"]["accountant"] == "Fourier" and fourier["achieved"]["bound"] == "upper bound"
+    assert sigma < rdp["value"]
+
+    def report(s):
+        acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=s), 0.01), count=200)
+        return acc.epsilon_report(1e-5)
+
+    assert report(sigma).epsilon <= 1.0 < report(sigma * (1 - 2e-4)).epsilon  # feasible and nearly minimal
+    code, out, _ = run(capsys, *argv, "--accountant", "fourier")
+    assert code == 0 and "(Fourier accountant, proven upper bound;" in out
 
 
 def test_calibrate_laplace_with_sensitivity_equals_the_api(capsys):

@@ -1,0 +1,129 @@
+"""The subsampled-Gaussian grid of issue 14: labels, containment and speed of ``FourierAccountant`` against
+dp_accounting's PLD accountant, cell by cell.
+
+Grid: q in {1e-4, 1e-3, 0.01, 0.1, 0.5} x sigma in {0.6, 1, 2, 5} x steps in {1, 10, 100, 10^4, 10^6}, delta = 1e-5.
+For each cell (fresh accountants, one timed call each, after one warm-up of the whole process):
+
+* dpledger: ``FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), steps)
+  .epsilon_bounds(1e-5)`` (what ``epsilon_report`` reports) and ``bound_kind`` -- its label, its certified interval, its wall time, or the error it raised;
+* dp_accounting: ``PLDAccountant()`` (default discretisation 1e-4, pessimistic: an upper bound) on
+  ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` self-composed ``steps`` times, and its wall time;
+* one step: the exact delta from the mpmath oracle (tests/oracles/privacy_profiles.py, closed form through Phi)
+  at the interval's two ends, which must straddle delta.
+
+Run: ``python benchmarks/bench_fourier_grid.py`` (``--quick`` for steps <= 100 and two sigmas). Prints a markdown
+section for benchmarks/RESULTS.md.
+"""
+
+import argparse
+import math
+import pathlib
+import sys
+import time
+import warnings
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from _common import machine_description, markdown_table, optional_import  # noqa: E402
+
+from accountants import FourierAccountant  # noqa: E402
+from mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+
+DELTA = 1e-5
+QS = (1e-4, 1e-3, 0.01, 0.1, 0.5)
+SIGMAS = (0.6, 1.0, 2.0, 5.0)
+STEPS = (1, 10, 100, 10_000, 1_000_000)
+
+
+def dpledger_cell(q, sigma, steps):
+    """``(report or None, error text or None, seconds)``."""
+    start = time.perf_counter()
+    try:
+        acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), count=steps)
+        bounds = acc.epsilon_bounds(DELTA)  # what epsilon_report reports (its upper end), labelled by bound_kind
+        return (acc.bound_kind.value, bounds), None, time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001 -- a benchmark records every failure
+        return None, f"{type(exc).__name__}", time.perf_counter() - start
+
+
+def pld_cell(q, sigma, steps, dp_accounting):
+    start = time.perf_counter()
+    acc = dp_accounting.pld.PLDAccountant()
+    event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
+    acc.compose(event, steps)
+    eps = acc.get_epsilon(DELTA)
+    return eps, time.perf_counter() - start
+
+
+def one_step_check(q, sigma, bounds):
+    """Whether the exact one-step delta at the interval's ends straddles DELTA (mpmath, closed form)."""
+    from tests.oracles import privacy_profiles as pp
+
+    high = pp.subsampled_gaussian_profile(bounds.upper, q, sigma, 1)
+    ok = high <= DELTA * (1 + 1e-12)
+    if bounds.lower > 0:
+        ok = ok and pp.subsampled_gaussian_profile(bounds.lower, q, sigma, 1) >= DELTA * (1 - 1e-12)
+    return ok
+
+
+def run(quick=False):
+    dp_accounting = optional_import("dp_accounting")
+    sigmas = (1.0, 2.0) if quick else SIGMAS
+    steps_list = tuple(s for s in STEPS if s <= 100) if quick else STEPS
+    dpledger_cell(0.01, 1.0, 10)  # warm-up: imports, caches
+    rows, summary = [], {"cells": 0, "upper": 0, "errors": 0, "slower": 0, "contained": 0, "checked": 0}
+    for steps in steps_list:
+        for sigma in sigmas:
+            for q in QS:
+                result, error, seconds = dpledger_cell(q, sigma, steps)
+                pld_eps, pld_seconds = (pld_cell(q, sigma, steps, dp_accounting) if dp_accounting else (math.nan,
+                                                                                                       math.nan))
+                summary["cells"] += 1
+                if error is not None:
+                    summary["errors"] += 1
+                    rows.append([steps, sigma, q, error, "", "", f"{pld_eps:.6g}", f"{seconds:.3f}",
+                                 f"{pld_seconds:.3f}", ""])
+                    continue
+                label, bounds = result
+                summary["upper"] += label == "upper bound"
+                contained = ""
+                if steps == 1:
+                    summary["checked"] += 1
+                    ok = one_step_check(q, sigma, bounds)
+                    summary["contained"] += ok
+                    contained = "yes" if ok else "NO"
+                ratio = seconds / pld_seconds if pld_seconds == pld_seconds else math.nan
+                summary["slower"] += ratio > 1.0
+                rows.append([steps, sigma, q, label, f"[{bounds.lower:.7g}, {bounds.upper:.7g}]", contained,
+                             f"{pld_eps:.6g}", f"{seconds:.3f}", f"{pld_seconds:.3f}", f"{ratio:.2f}"])
+                print(*rows[-1], sep=" | ", flush=True)
+    headers = ["steps", "sigma", "q", "dpledger label (or error)", "dpledger epsilon interval",
+               "exact inside (1 step, mpmath)", "PLD default epsilon", "dpledger s", "PLD s", "time ratio"]
+    lines = [
+        "## Fourier grid (issue 14): every subsampled-Gaussian cell, labels and time against dp_accounting PLD",
+        "",
+        f"Command: `python benchmarks/bench_fourier_grid.py{' --quick' if quick else ''}`; delta = {DELTA:g}; "
+        "wall times of one fresh call each (dpledger: `epsilon_bounds`; PLD: `PLDAccountant()` default "
+        "discretisation, compose, `get_epsilon`).",
+        "",
+        f"{summary['cells']} cells: {summary['upper']} proven upper bounds, {summary['errors']} errors, "
+        f"{summary['slower']} slower than PLD; one-step intervals containing the exact value: "
+        f"{summary['contained']} of {summary['checked']}.",
+        "",
+        markdown_table(headers, rows),
+        "",
+        machine_description() if callable(machine_description) else "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run(quick=args.quick)

@@ -1,0 +1,391 @@
+"""Proven enclosures of the characteristic function of the Poisson-subsampled Gaussian (issue 14 item 1).
+
+With ``mu = 1 / noise_multiplier``, ``g`` the sampling probability, ``X ~ N(0, 1)`` (density ``phi``) and::
+
+    B(x) = 1 - g + g w(x),   w(x) = exp(mu x - mu^2 / 2),   r(x) = log B(x),   F(z) = E[B(X)^z],
+
+the remove direction of thesis Thm 3.3.5 has ``M(s) = F(1 + s)`` and the add direction ``M(s) = F(-s)``
+(:mod:`mechanisms.privacy_loss`). This module computes, for ``z = a + iv``, a value ``F~`` and a bound ``E`` with
+``|F(z) - F~| <= E`` (:func:`log_f_enclosure`), and a bound on ``sup_{|v| >= V} |F(a + iv)|``
+(:func:`log_f_sup`). Every step is bounded:
+
+**Analyticity.** ``f(x) = phi(x) B(x)^z`` (principal power) is analytic where ``B`` stays off ``(-inf, 0]``; for
+``x + iy`` with ``0 <= mu |y| < pi``, ``B = (1 - g) + g w(x) e^(i mu y)`` lies in the cone between the directions
+0 and ``mu y``, so ``|arg B| = theta(x, |y|) <= mu |y|``, where ``theta(x, y) = arg(1 - g + g w(x) e^(i mu y))``
+increases with ``x`` (``d arg(c + t e^(i p)) / dt = c sin p / |.|^2 > 0``) and, for ``mu y <= pi / 2``, with
+``y``. On the same set ``cos(mu y / 2) B(x) <= |B| <= B(x)`` (both summands project onto the bisector with
+factor ``>= cos(mu y / 2)``) and ``|phi(x + iy)| = phi(x) e^(y^2 / 2)``. Hence::
+
+    |f(x + iy)| <= phi(x) e^(y^2/2) B(x)^a cos(mu y/2)^min(a, 0) e^(|v| theta(x, |y|)).        (*)
+
+**Quadrature.** ``[X_lo, X_hi]`` is cut into zones of length about 2, each zone into ``2^k`` equal panels of
+half-length ``l`` (``k`` per zone), each panel with the 20-point Gauss-Legendre rule. For ``f`` analytic in the Bernstein ellipse ``E_rho`` of a panel with ``|f| <= M`` there,
+the rule's error is at most ``(64/15) l M rho^(-2n) / (rho^2 - 1)`` (Trefethen, *Approximation Theory and
+Approximation Practice*, Thm 19.3, scaled to a panel). ``M`` is bounded by (*) on the rectangle enclosing the
+ellipse (real extent ``l (rho + 1/rho) / 2`` about the centre, imaginary ``y = l (rho - 1/rho) / 2``): ``phi`` at
+the point nearest 0, ``B^a`` at the right end (``a >= 0``) or left end (``a < 0``), ``theta`` at the right end.
+The bound grows with ``|v|``, so one panel layout, chosen for the largest ``|v|`` of a group of frequencies
+(octaves of ``|v|``), serves the whole group. Each zone takes the smallest ``k`` that makes its summed bound (each
+panel at its best ``rho`` of a candidate set) at most its share of ~1e-17 of ``F(a)``, so panels are short only
+where the integrand is both large and oscillating; whatever is chosen, the bound used is the one computed.
+
+**Tails.** Outside ``[X_lo, X_hi]`` (``X_lo <= 0``; ``|f| = phi B^a`` on the real line):
+``int_{-inf}^{X_lo} phi B^a <= B(X_lo)^a Phi(X_lo)`` for ``a >= 0`` (``B`` increases) and ``(1 - g)^a Phi(X_lo)``
+for ``a < 0`` (``B >= 1 - g``); ``int_{X_hi}^inf phi B^a <= B(X_hi)^a e^(-a mu X_hi + a^2 mu^2 / 2)
+Phi(-(X_hi - a mu))`` for ``a >= 0`` (``B(x) <= B(X_hi) e^(mu (x - X_hi))``) and ``B(X_hi)^a Phi(-X_hi)`` for ``a < 0``.
+Nodes whose terms are below ``e^-46`` of the largest are left out and their (computed) magnitudes added to the
+error: ``|e^(i v r)| = 1``, so they bound the omitted part at every ``v``.
+
+**Rounding.** Each term ``c_j e^(i v r_j)`` is computed with a relative error ``eps_j(v)`` bounded from the
+magnitudes it is made of (the rule's nodes and weights, correctly rounded from 40-digit values; the rounding of
+``log phi``, ``r``, ``a r`` and ``v r``, generously ``32 u`` per magnitude); the terms are summed in matrix products
+of at most 256 of them and the partial sums added in turn, which adds at most ``2 (256 + N / 256 + 2) u sum
+|terms|`` (the bound of a dot product of that length, Higham, *Accuracy and Stability*, Lemma 3.5 and eq. 3.4,
+once per level).
+
+**Decay.** For ``v > 0`` (``v < 0`` by symmetry) shift the contour to ``Im x = b`` with ``0 < mu b < pi`` (``f``
+is analytic in between and vanishes at both ends): ``|F(a + iv)| <= e^(b^2/2) cos(mu b/2)^min(a,0) int phi(x)
+B(x)^a e^(-|v| theta(x, b)) dx``, which decreases in ``|v|``, so its value at ``V`` bounds the supremum over
+``|v| >= V``. The integral is bounded above on cells (each factor at its largest on the cell; ``theta`` increases)
+plus the tails above, and minimised over a few ``b``.
+"""
+
+import functools
+
+import numpy as np
+from scipy import special
+
+from mechanisms.errors import NumericalError
+
+__all__ = ["log_f_enclosure", "log_f_sup", "log_f_upper"]
+
+_U = 2.0**-53
+_N_NODES = 20
+#: Nodes whose terms fall below exp(-_PRUNE) of the largest are left out (their magnitudes join the error).
+_PRUNE = 46.0
+#: Target of the quadrature error relative to F(a) (only a target: the bound used is the one computed).
+_LOG_TARGET = np.log(1e-17)
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+_RHOS = np.array([1.05, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 6.0, 10.0])
+_MIN_HALF_LENGTH = 1e-6
+#: The rule's float64 nodes (absolute, on [-1, 1]) and weights (relative) are within these of the exact ones
+#: (each is the exact value rounded to nearest, :func:`_rule`; checked against mpmath by the tests).
+NODE_ERROR, WEIGHT_ERROR = 2.0**-53, 2.0**-52
+#: Columns (quadrature nodes) summed per matrix product: the rounding of a sum of N terms is bounded by
+#: (_COLUMNS + N / _COLUMNS + 2) u instead of (N + 2) u.
+_COLUMNS = 64
+#: Width of the gap or overlap between neighbouring panels, per unit of ``|x| + 6`` (see _panel_log_errors).
+_GAP = 8.0 * 2.0**-53
+_MAX_NODES = 1 << 21
+#: Largest matrix (entries) built at once by the frequency sums.
+_BLOCK_ENTRIES = 1 << 21
+#: Most (frequency, node) pairs one enclosure may sum before it gives up (NumericalError, like the quadrature's).
+MAX_WORK = 1 << 31
+
+
+@functools.lru_cache(maxsize=1)
+def _rule():
+    """The 20-point Gauss-Legendre rule, each node and weight the exact value rounded to nearest float64: Newton
+    on ``P_n`` at 40 digits from numpy's nodes (``P_n' = n (x P_n - P_(n-1)) / (x^2 - 1)``), weights
+    ``2 / ((1 - x^2) P_n'(x)^2)``. (numpy's own weights are off by up to 7e-14 relative.)"""
+    import mpmath
+
+    n = _N_NODES
+    start, _ = np.polynomial.legendre.leggauss(n)
+    nodes, weights = np.empty(n), np.empty(n)
+    with mpmath.workdps(40):
+        for i, x0 in enumerate(start):
+            x = mpmath.mpf(float(x0))
+            for _ in range(6):
+                p, p_prev = mpmath.legendre(n, x), mpmath.legendre(n - 1, x)
+                dp = n * (x * p - p_prev) / (x * x - 1)
+                x -= p / dp
+            p, p_prev = mpmath.legendre(n, x), mpmath.legendre(n - 1, x)
+            dp = n * (x * p - p_prev) / (x * x - 1)
+            nodes[i], weights[i] = float(x), float(2 / ((1 - x * x) * dp * dp))
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+def _r(x, g, mu):
+    """``r(x) = log(1 - g + g e^(mu x - mu^2/2))`` for real ``x``."""
+    return np.logaddexp(np.log1p(-g), np.log(g) + mu * x - 0.5 * mu * mu)
+
+
+def _r_error(x, r, g, mu):
+    """Bound on the absolute rounding error of :func:`_r`.
+
+    ``r = logaddexp(A, B)`` with ``A = log1p(-g)`` (error ``<= 2u |A|``) and ``B = log g + mu x - mu^2/2`` (``<= 3u``
+    times the sum of magnitudes), computed as ``m + log1p(exp(-d))``, ``m = max(A, B)``, ``d = |A - B|``: the
+    input errors enter weighted by ``dr/dA = e^(A - r)`` and ``dr/dB = e^(B - r)``, the rounding of ``d`` by
+    ``e^(-d) / (1 + e^(-d)) <= e^(min(A, B) - r)``, ``log1p(exp(.))`` adds at most ``4u`` of its value ``r - m``,
+    and the final sum ``u |r|``.
+    """
+    a_val = np.log1p(-g)
+    b_val = np.log(g) + mu * x - 0.5 * mu * mu
+    err_a = 2.0 * _U * abs(a_val)
+    err_b = 3.0 * _U * (abs(np.log(g)) + np.abs(mu * x) + 0.5 * mu * mu)
+    w_a, w_b = np.exp(np.minimum(a_val - r, 0.0)), np.exp(np.minimum(b_val - r, 0.0))
+    err_d = np.minimum(w_a, w_b) * _U * np.abs(a_val - b_val)
+    tail = np.maximum(r - np.maximum(a_val, b_val), 0.0)
+    return (1.0 + 1e-6) * (w_a * err_a + w_b * err_b + err_d + 4.0 * _U * tail + _U * np.abs(r)) + 1e-300
+
+
+def _theta(x, y, g, mu):
+    """``arg(1 - g + g w(x) e^(i mu y))`` for real ``x`` and ``0 <= mu y < pi`` (scaled so nothing overflows)."""
+    lw = np.log(g) + mu * x - 0.5 * mu * mu - np.log1p(-g)  # log(g w / (1 - g))
+    big = lw > 0
+    t = np.exp(np.where(big, -lw, lw))
+    sin, cos = np.sin(mu * y), np.cos(mu * y)
+    return np.where(big, np.arctan2(sin, t + cos), np.arctan2(t * sin, 1.0 + t * cos))
+
+
+def _log_phi_max(lo, hi):
+    """``log max phi`` over ``[lo, hi]``."""
+    nearest = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+    return -0.5 * nearest * nearest - _LOG_SQRT_2PI
+
+
+def _log_b_pow(x_left, x_right, a, g, mu):
+    """``log max B^a`` over ``[x_left, x_right]`` (``B`` increases)."""
+    return a * _r(x_right if a >= 0 else x_left, g, mu)
+
+
+def _range(a, mu, width):
+    if a >= 0:
+        return -width, a * mu + width
+    return a * mu - width, width
+
+
+def _log_tails(a, g, mu, lo, hi):
+    """Log of the bounds on ``int phi B^a`` left of ``lo`` and right of ``hi`` (module docstring)."""
+    left = (a * _r(lo, g, mu) if a >= 0 else a * np.log1p(-g)) + special.log_ndtr(lo)
+    if a >= 0:
+        right = a * _r(hi, g, mu) - a * mu * hi + 0.5 * (a * mu) ** 2 + special.log_ndtr(-(hi - a * mu))
+    else:
+        right = a * _r(hi, g, mu) + special.log_ndtr(-hi)
+    return float(left), float(right)
+
+
+def _slack(value):
+    """A log-quantity made larger by its own rounding (computed bounds are themselves floats)."""
+    return value + 1e-12 * (abs(value) + 1.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _reference(a, g, mu, width):
+    """``(lo, hi, log F(a) estimate)``: the integration range and a rough size (only used to set targets)."""
+    lo, hi = _range(a, mu, width)
+    if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
+        raise NumericalError(
+            f"the subsampled Gaussian's characteristic function at tilt {a:.4g} spans {hi - lo:.3g} standard "
+            f"deviations of the noise (noise multiplier {1.0 / mu:.3g}): too little noise for the "
+            "characteristic-function accountant; use RDPAccountant."
+        )
+    x = np.linspace(lo, hi, int(min(max((hi - lo) * 50.0, 200.0), 1e6)))
+    log_f = -0.5 * x * x - _LOG_SQRT_2PI + a * _r(x, g, mu)
+    return lo, hi, float(special.logsumexp(log_f) + np.log(x[1] - x[0]))
+
+
+def _panel_log_errors(a, v_top, g, mu, centres, h):
+    """``(log error bound, log gap mass)`` of each panel (centre, half-length ``h``): the Gauss-Legendre bound at
+    its best ``rho``, and a bound on ``|f|`` integrated over the gaps or overlaps at its two ends.
+
+    A zone's panels have centres ``edge + h (2i + 1)`` computed in float64, so neighbouring ends miss each other
+    by at most ``_GAP (|x| + 6)`` (``x`` the end; zones are at most ~2.1 long); there ``|f|`` is within a factor
+    ``1.01`` of ``|f(end)|`` (its log changes by at most ``(|x| + |a| mu)`` times that width).
+    """
+    y = h * (_RHOS - 1.0 / _RHOS) / 2.0
+    ok = mu * y <= np.pi / 2.0
+    ends = np.stack([centres - h, centres + h])
+    log_sup = special.logsumexp(-0.5 * ends * ends - _LOG_SQRT_2PI + a * _r(ends, g, mu)
+                                + np.log(_GAP * (np.abs(ends) + 6.0)), axis=0) + np.log(1.01)
+    if not ok.any():
+        return np.full(centres.shape, np.inf), log_sup
+    rho, y = _RHOS[ok], y[ok]
+    reach = h * (rho + 1.0 / rho) / 2.0
+    x_left = centres[:, None] - reach[None, :]
+    x_right = centres[:, None] + reach[None, :]
+    log_m = (_log_phi_max(x_left, x_right) + 0.5 * y * y + a * _r(x_right if a >= 0 else x_left, g, mu)
+             + min(a, 0.0) * np.log(np.cos(mu * y / 2.0)) + v_top * _theta(x_right, y[None, :], g, mu))
+    log_err = np.log(64.0 / 15.0) + np.log(h) + log_m - 2 * _N_NODES * np.log(rho) - np.log(rho * rho - 1.0)
+    return log_err.min(axis=1), log_sup
+
+
+def _layout(a, v_top, g, mu, width):
+    """``(half_lengths, centres, log_quadrature_error, log_sum_of_panel_sups)`` of the panel layout for
+    ``|v| <= v_top``.
+
+    ``[X_lo, X_hi]`` is cut into zones of length about 2; each zone is split into ``2^k`` equal panels with the
+    smallest ``k`` whose summed error bound meets its share of the target (so panels are short only where the
+    integrand is both large and oscillating). Whatever is chosen, the bound returned is the one computed.
+    """
+    lo, hi, log_ref = _reference(a, g, mu, width)
+    zones = int(np.ceil((hi - lo) / 2.0))
+    edges = np.linspace(lo, hi, zones + 1)
+    zone_len = edges[1] - edges[0]
+    log_share = log_ref + _LOG_TARGET - np.log(zones)
+    halves, centres, errors, sups = [], [], [], []
+    todo = np.arange(zones)
+    level, panels = 0, 0
+    while todo.size:
+        n_sub = 1 << level
+        h = zone_len / (2.0 * n_sub)
+        mid = edges[todo][:, None] + h * (2.0 * np.arange(n_sub) + 1.0)[None, :]
+        log_err, log_sup = _panel_log_errors(a, v_top, g, mu, mid.ravel(), h)
+        zone_err = special.logsumexp(log_err.reshape(mid.shape), axis=1)
+        zone_sup = special.logsumexp(log_sup.reshape(mid.shape), axis=1)
+        last = h <= _MIN_HALF_LENGTH or (panels + todo.size * n_sub) * _N_NODES > _MAX_NODES
+        done = (zone_err <= log_share) | last
+        for z in np.flatnonzero(done):
+            centres.append(mid[z])
+            halves.append(np.full(n_sub, h))
+            errors.append(zone_err[z])
+            sups.append(zone_sup[z])
+            panels += n_sub
+        todo = todo[~done]
+        level += 1
+    centres, halves = np.concatenate(centres), np.concatenate(halves)
+    return halves, centres, _slack(float(special.logsumexp(errors))), _slack(float(special.logsumexp(sups)))
+
+
+def _nodes(a, g, mu, h, centres):
+    xi, w = _rule()
+    x = (centres[:, None] + h[:, None] * xi[None, :]).ravel()
+    log_w = np.log(h[:, None] * w[None, :]).ravel()
+    r = _r(x, g, mu)
+    log_c = log_w - 0.5 * x * x - _LOG_SQRT_2PI + a * r
+    return x, r, log_w, log_c
+
+
+def _group_keys(v):
+    mag = np.abs(v)
+    return np.where(mag <= 1.0, 0, np.ceil(np.log2(np.maximum(mag, 1.0)))).astype(np.int64)
+
+
+def _phase_sums(v, r, c):
+    """``(sum_j c_j e^(i v_k r_j) for each k, shift)``.
+
+    On an evenly spaced ``v`` (the inversion's nodes) each ``v_k`` is split as ``v_b + m d`` (``b`` a block start,
+    ``0 <= m < B``, ``B ~ sqrt(K)``), ``e^(i v_k r) = e^(i v_b r) e^(i m d r)``, and the sums are one matrix
+    product ``(c e^(i v_b r)) @ e^(i m d r)^T``: ``2 sqrt(K) J`` complex exponentials instead of ``K J``.
+    ``shift`` bounds ``|v_k - v_b - m d|`` (0 for the direct path), whose phase error ``|e^(i shift r) - 1| <=
+    shift |r|`` the caller adds to each term's relative error.
+    """
+    k = v.size
+    if k >= 64:
+        d = (v[-1] - v[0]) / (k - 1)
+        size = int(np.ceil(np.sqrt(k)))
+        m = np.arange(k) % size
+        starts = v[np.arange(0, k, size)]
+        split = starts[np.arange(k) // size] + m * d
+        shift = float(np.max(np.abs(v - split))) * (1.0 + 4.0 * _U) + 4.0 * _U * float(np.max(np.abs(v)))
+        if d > 0 and shift <= 1e-9 * max(float(np.max(np.abs(v))), 1.0):
+            sums = np.zeros((starts.size, size), dtype=np.complex128)
+            width = _COLUMNS
+            for j in range(0, r.size, width):
+                blocks = np.exp(1j * np.outer(starts, r[j:j + width])) * c[j:j + width]  # (K/B, J)
+                steps = np.exp(1j * np.outer(np.arange(size) * d, r[j:j + width]))  # (B, J)
+                sums += blocks @ steps.T
+            return sums.reshape(-1)[:k], shift
+    sums = np.zeros(k, dtype=np.complex128)
+    rows = max(1, _BLOCK_ENTRIES // _COLUMNS)  # chunks of bounded size
+    for start in range(0, k, rows):
+        for j in range(0, r.size, _COLUMNS):
+            phase = np.exp(1j * np.outer(v[start:start + rows], r[j:j + _COLUMNS]))
+            sums[start:start + rows] += phase @ c[j:j + _COLUMNS]
+    return sums, 0.0
+
+
+def log_f_enclosure(a, v, g, mu, width=14.0):
+    """``(log F~, log E)`` at ``z = a + i v`` (``v`` any real array): ``|F(z) - exp(log F~)| <= exp(log E)``.
+
+    ``F(z) = E[(1 - g + g e^(mu X - mu^2/2))^z]``, ``X ~ N(0, 1)``; proof of the bound in the module docstring.
+    """
+    a, g, mu = float(a), float(g), float(mu)
+    v = np.asarray(v, dtype=np.float64)
+    flat = v.reshape(-1)
+    out = np.empty(flat.shape, dtype=np.complex128)
+    err = np.empty(flat.shape)
+    lo, hi, _ = _reference(a, g, mu, width)
+    log_left, log_right = _log_tails(a, g, mu, lo, hi)
+    keys = _group_keys(flat)
+    for key in np.unique(keys):
+        sel = np.flatnonzero(keys == key)
+        part = flat[sel]
+        v_top = float(np.abs(part).max())
+        h, centres, log_quad, log_sups = _layout(a, v_top, g, mu, width)
+        x, r, log_w, log_c = _nodes(a, g, mu, h, centres)
+        peak = float(log_c.max())
+        keep = log_c >= peak - _PRUNE
+        dropped = special.logsumexp(log_c[~keep]) if (~keep).any() else -np.inf
+        x, r, log_w, c = x[keep], r[keep], log_w[keep], np.exp(log_c[keep] - peak)
+        h = np.repeat(h, _N_NODES)[keep]
+        # relative error of each term at |v| <= v_top: the weight; the node (moved by dx: the rule's error and the
+        # rounding of centre + h xi; |d log f / dx| <= |x| + |z| r'(x), r' = mu g w / B, at most 1% larger within
+        # dx); log c = log w - x^2/2 - log sqrt(2 pi) + a r
+        # and its exponential after subtracting the peak (four roundings of these magnitudes, 4u each); the error
+        # of r times |z|; the product v r (u |v r|) and the complex exponential (2u)
+        dx = NODE_ERROR * h + _U * (np.abs(x) + h) * 1.01
+        z_abs = abs(a) + v_top
+        rho_r = _r_error(x, r, g, mu)
+        r_slope = mu * np.exp(np.minimum(np.log(g) + mu * x - 0.5 * mu * mu - r, 0.0))  # r' = mu g w / B
+        eps = (WEIGHT_ERROR + (np.abs(x) + 1e-3 + z_abs * r_slope * 1.01) * dx * 1.01
+               + 4.0 * _U * (1.0 + 0.5 * x * x + np.abs(log_w) + abs(a) * np.abs(r) + abs(peak) + np.abs(log_c[keep]))
+               + z_abs * rho_r + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
+        if part.size * c.size > MAX_WORK:
+            raise NumericalError(
+                f"the subsampled Gaussian's characteristic function at {part.size} frequencies up to {v_top:.4g} "
+                f"needs {c.size} quadrature nodes each (the integrand oscillates that fast where it is large), beyond "
+                f"the work limit {MAX_WORK:.3g}; RDPAccountant answers such ledgers (looser)."
+            )
+        sums, shift = _phase_sums(part, r, c)
+        # the frequency split of _phase_sums (|e^(i d r) - 1| <= |d r|) and its one extra complex product
+        eps = np.expm1(eps + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
+        total_c = float(np.sum(c))
+        length = min(c.size, _COLUMNS) + -(-c.size // _COLUMNS) + 2  # one product, then the partial sums in turn
+        rounding = float(np.dot(c, eps)) + 2.0 * length * _U * total_c * (1.0 + float(eps.max()))
+        # panels tile [lo, hi] up to the rounding of their centres (_panel_log_errors)
+        log_gaps = log_sups
+        fixed = np.exp(np.array([log_quad, log_left, log_right, dropped, log_gaps]) - peak).sum()
+        log_err = np.log((rounding + fixed) * (1.0 + 1e-10) + 1e-300) + peak
+        with np.errstate(divide="ignore"):
+            out[sel] = np.log(sums) + peak
+        err[sel] = _slack(float(log_err))
+    if not (np.isfinite(err).all() and np.isfinite(out.real[out.real != -np.inf]).all()):
+        raise NumericalError(
+            f"the subsampled Gaussian's characteristic function at tilt {a:.4g} (noise multiplier {1.0 / mu:.3g}) "
+            "is beyond float64: too little noise for the characteristic-function accountant; use RDPAccountant."
+        )
+    return out.reshape(v.shape), err.reshape(v.shape)
+
+
+def log_f_upper(a, g, mu):
+    """A proven upper bound on ``log F(a)`` for real ``a`` (the enclosure's value plus its error)."""
+    value, log_err = log_f_enclosure(a, np.zeros(1), g, mu)
+    return _slack(float(np.logaddexp(value[0].real, log_err[0])))
+
+
+def log_f_sup(a, v_min, g, mu, width=14.0, cells=4096):
+    """A proven upper bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (module docstring, "Decay")."""
+    a, g, mu, v_min = float(a), float(g), float(mu), abs(float(v_min))
+    trivial = log_f_upper(a, g, mu)
+    if v_min == 0.0:
+        return trivial
+    lo, hi, _ = _reference(a, g, mu, width)
+    log_left, log_right = _log_tails(a, g, mu, lo, hi)
+    edges = np.linspace(lo, hi, cells + 1)
+    x0, x1 = edges[:-1], edges[1:]
+    log_cell = np.log(x1 - x0) + _log_phi_max(x0, x1) + a * _r(x1 if a >= 0 else x0, g, mu)
+    fractions = np.array([0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95])
+    b = fractions * np.pi / mu
+    b = b[b * b / 2.0 < 700.0]
+    if b.size == 0:
+        return trivial
+    theta_lo = _theta(x0[:, None], b[None, :], g, mu) * (1.0 - 1e-12)  # a lower bound on theta on each cell
+    theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
+    inner = special.logsumexp(log_cell[:, None] - v_min * theta_lo, axis=0)
+    total = np.logaddexp(np.logaddexp(inner, log_left), log_right - v_min * theta_hi_end)
+    bound = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total
+    return min(trivial, _slack(float(bound.min())))
