@@ -9,6 +9,8 @@ needs no accuracy (:func:`accountants._fourier_search.max_delta_bounds`, which p
 
 Paths, by ledger:
 
+* a single run of a mechanism with an exact profile (``Mechanism.has_exact_profile``: the Gaussian and its
+  Poisson-subsampled version): that profile, with its rounding bounded (``Mechanism.delta_bounds_one_run``);
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
 * only two-point entries (at most ``MAX_ATOMS`` composed outcomes): exact enumeration with bounded rounding
@@ -21,7 +23,15 @@ Paths, by ledger:
   ``MAX_DAMPING_CLOSED_FORM`` for closed forms and ``MAX_DAMPING`` where a quadrature's range grows with it, or,
   for delta far below the mean loss (large delta), ``1 - delta`` on a contour left of the pole at 0.
 
-Limit: other ledgers whose losses all have atoms (more than ``MAX_ATOMS`` Laplace atoms, custom discrete pairs,
+Characteristic functions are closed forms or proven enclosures (the Poisson-subsampled Gaussian,
+:mod:`mechanisms.subsampled_gaussian_cf`; their errors join the inversion's bound) and the reports say "upper
+bound"; a ledger with a characteristic function estimated by quadrature (subsampled Laplace, custom continuous
+pairs) is labelled "estimate" and names that part.
+
+Limits: few runs of a small sampling probability (say q <= 1e-3 and 10-100 steps) give a privacy loss piled up
+near its infimum whose characteristic function decays only like a lognormal's left tail; when the truncation
+cannot be bounded within ``max_terms`` nodes, or the quadrature would exceed its work limit, the request fails at
+once (``AccuracyError`` / ``NumericalError`` naming RDPAccountant). Other ledgers whose losses all have atoms (more than ``MAX_ATOMS`` Laplace atoms, custom discrete pairs,
 no Gaussian) have non-decaying characteristic functions; the truncation error falls like 1/nodes and
 ``max_terms = 2**20`` certifies about rtol 1e-5 at best. Such requests raise :class:`AccuracyError` saying what
 was tried; pass a larger ``rtol`` (or ``max_terms``).
@@ -296,7 +306,7 @@ class FourierAccountant:
         proofs, up to float64 rounding which is bounded too)."""
         if self._closed is None:
             self._closed = all(core.log_mgf_is_proven and core.rdp_is_proven for core, _ in self._cores.values()) or (
-                bool(self._entries) and self._atom_lattice() is not None)
+                bool(self._entries) and (self._one_run() is not None or self._atom_lattice() is not None))
         return self._closed
 
     @property
@@ -332,9 +342,52 @@ class FourierAccountant:
         # P = (1 - c) P' + c P'': delta <= delta' + c; the missing mass may sit anywhere, so no lower bound.
         return Bounds(0.0, min(1.0, core.estimate + charged), min(1.0, (core.upper + charged) * (1.0 + 1e-15)))
 
+    def _one_run(self):
+        """The ledger's only mechanism (its core) if it is run once and has an exact profile, else None."""
+        if len(self._entries) != 1:
+            return None
+        (original, n), = self._entries.items()
+        core = self._cores[original][0]
+        return core if n == 1 and core.has_exact_profile else None
+
+    def _one_run_delta(self, core, epsilon):
+        parts = [core.delta_bounds_one_run(epsilon, d) for d in Direction]
+        lower, upper = max(p[0] for p in parts), max(p[1] for p in parts)
+        return Bounds(lower, upper, upper)
+
+    def _one_run_epsilon(self, core, delta):
+        """Bisection on the proven ends of the one-run profile: ``upper`` is an epsilon whose upper delta was
+        evaluated at most ``delta`` (so the exact epsilon is at most it), ``lower`` one whose lower delta was
+        evaluated above ``delta`` (so the exact epsilon exceeds it)."""
+
+        def crossing(field):
+            def meets(e):
+                return getattr(self._one_run_delta(core, e), field) <= delta
+
+            if meets(0.0):
+                return 0.0, 0.0
+            lo, hi = 0.0, 1.0
+            while not meets(hi):
+                lo, hi = hi, hi * 2.0
+                if hi > 1e300:
+                    return lo, math.inf
+            while hi - lo > 1e-15 * hi:
+                mid = 0.5 * (lo + hi)
+                if mid in (lo, hi):
+                    break
+                lo, hi = (lo, mid) if meets(mid) else (mid, hi)
+            return lo, hi
+
+        upper = min(crossing("upper")[1], self.pure_epsilon())
+        lower = crossing("lower")[0]
+        return Bounds(min(lower, upper), upper, upper)
+
     def _core_delta_bounds(self, epsilon):
         if not self._entries or epsilon >= self.pure_epsilon():
             return Bounds(0.0, 0.0, 0.0)
+        one = self._one_run()
+        if one is not None:
+            return self._one_run_delta(one, epsilon)
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.delta_bounds(epsilon)
@@ -416,6 +469,9 @@ class FourierAccountant:
     def _core_epsilon_bounds(self, delta):
         if not self._entries or self.pure_epsilon() == 0.0:
             return Bounds(0.0, 0.0, 0.0)
+        one = self._one_run()
+        if one is not None:
+            return self._one_run_epsilon(one, delta)
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.epsilon_bounds(delta, self.pure_epsilon())
@@ -451,6 +507,10 @@ class FourierAccountant:
         return self._core_method() + extra
 
     def _core_method(self):
+        if self._one_run() is not None:
+            return ("exact privacy profile of the single run (Poisson subsampling: thesis Thm 3.3.5's pairs, whose "
+                    "hockey-stick divergences are the base's at a transformed epsilon; the analytic Gaussian, Balle "
+                    "& Wang 2018, Thm 8), float64 rounding bounded")
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")

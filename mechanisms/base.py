@@ -210,6 +210,15 @@ class Mechanism(abc.ABC):
         """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (see :meth:`subsampled_log_f_enclosure`)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 
+    #: Whether :meth:`delta_bounds_one_run` gives proven bounds on the exact privacy profile of one run.
+    has_exact_profile = False
+
+    def delta_bounds_one_run(self, epsilon, direction):
+        """``(lower, upper)``, proven, of one run's exact ``delta(epsilon)`` in ``direction`` (the hockey-stick
+        divergence ``H_(e^epsilon)(P || Q)`` of that direction's dominating pair, thesis Lemma 3.1.4), for
+        ``epsilon >= 0``; mechanisms with :attr:`has_exact_profile` implement it."""
+        raise MissingCapabilityError(f"{type(self).__name__} has no exact privacy profile.")
+
     def log_mgf_sup(self, real_part, u_min):
         """An upper bound on ``sup_{|u| >= u_min} Re log M(real_part + i u)`` (remove direction's ``M``).
 

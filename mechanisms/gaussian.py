@@ -8,7 +8,35 @@ import numpy as np
 from mechanisms import _logmath, _validate, privacy_loss, subsampled_gaussian_cf
 from mechanisms.base import Mechanism
 
-__all__ = ["GaussianMechanism"]
+__all__ = ["GaussianMechanism", "analytic_gaussian_delta_bounds"]
+
+_U = 2.0**-53
+
+
+def analytic_gaussian_delta_bounds(mu, epsilon):
+    """``(lower, upper)`` of ``delta(eps) = Phi(a) - e^eps Phi(a - mu)``, ``a = mu/2 - eps/mu`` (any real ``eps``).
+
+    Computed as ``exp(log Phi(a)) (1 - exp(z))``, ``z = eps + log Phi(a - mu) - log Phi(a) <= 0``: ``log_ndtr`` is
+    taken good to ``1e-13`` relative (scipy's is to a few ulps), the arguments' rounding moves each log by at most
+    ``4u`` times ``|a| + 1`` (``|d log Phi(x) / dx| <= |x| + 1`` for ``x <= 0``, ``<= 1`` above), and the result's
+    own roundings are a few ``u``; all are added with a factor 2 of room.
+    """
+    from scipy.special import log_ndtr
+
+    mu, epsilon = float(mu), float(epsilon)
+    a = 0.5 * mu - epsilon / mu
+    b = a - mu
+    la, lb = float(log_ndtr(a)), float(log_ndtr(b))
+    err_a = 2.0 * (1e-13 * abs(la) + 4.0 * _U * (abs(a) + abs(mu) + abs(epsilon / mu) + 1.0) * (abs(a) + 1.0))
+    err_b = 2.0 * (1e-13 * abs(lb) + 4.0 * _U * (abs(b) + abs(mu) + abs(epsilon / mu) + 1.0) * (abs(b) + 1.0))
+    z = epsilon + lb - la
+    z_err = err_a + err_b + 4.0 * _U * (abs(epsilon) + abs(lb) + abs(la))
+    # products of two factors each within a few u: round_up / nextafter also cover subnormal results, and an
+    # upper bound that underflowed is the smallest positive float (delta(eps) > 0 for every finite eps)
+    upper = float(_logmath.round_up(np.exp(la + err_a) * -np.expm1(min(z - z_err, 0.0)), 16))
+    lower = float(np.exp(la - err_a) * -np.expm1(min(z + z_err, 0.0)))
+    lower = float(np.nextafter(np.nextafter(lower * (1.0 - 16.0 * _U), 0.0), 0.0))
+    return max(lower, 0.0), min(max(upper, 5e-324), 1.0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -73,6 +101,14 @@ class GaussianMechanism(Mechanism):
         """Exact: ``Re log M(c + iu) = mu^2 (c (c + 1) - u^2) / 2`` decreases in ``|u|``."""
         mu2 = self.noise_multiplier**-2
         return 0.5 * mu2 * (real_part * (real_part + 1.0) - u_min * u_min)
+
+    has_exact_profile = True
+
+    def delta_bounds_one_run(self, epsilon, direction):
+        """The analytic Gaussian mechanism (Balle & Wang 2018, Thm 8), the same in both directions (symmetric
+        pair): ``delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``, ``mu = 1 / noise_multiplier``;
+        :func:`analytic_gaussian_delta_bounds`."""
+        return analytic_gaussian_delta_bounds(1.0 / self.noise_multiplier, epsilon)
 
     def subsampled_log_f_enclosure(self, a, v, sampling_probability):
         """Proven enclosure of the subsampled pair's ``F(a + iv)`` (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""

@@ -5,7 +5,7 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _validate, privacy_loss, subsampled_rdp, two_point
+from mechanisms import _logmath, _validate, privacy_loss, subsampled_rdp, two_point
 from mechanisms.base import Mechanism
 from mechanisms.errors import MissingCapabilityError, NumericalError
 from mechanisms.gaussian import GaussianMechanism
@@ -14,6 +14,11 @@ __all__ = ["PoissonSubsampled"]
 
 #: Nodes per quadrature when a long line of complex arguments is evaluated (see ``PoissonSubsampled._log_mgf``).
 _CHUNK = 256
+
+
+def _down(value):
+    """``value`` (a product of factors each within a few u, possibly subnormal) lowered past its rounding."""
+    return max(float(np.nextafter(np.nextafter(value * (1.0 - 2.0**-49), 0.0), 0.0)), 0.0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,6 +82,51 @@ class PoissonSubsampled(Mechanism):
         if q == 1.0:
             return self.mechanism.log_mgf_is_proven
         return self.mechanism.has_subsampled_enclosure or self._two_point_base()
+
+    @property
+    def has_exact_profile(self):
+        return self.mechanism.has_exact_profile
+
+    def delta_bounds_one_run(self, epsilon, direction):
+        """Exact profile of one run from the base's (proven bounds carried through the rounding):
+
+        * remove, ``((1-q) B + q A, B)``: ``H_g((1-q) B + q A || B) = q H_(g')(A || B)``, ``g' = 1 + (g - 1) / q``
+          (pointwise ``((1-q) B + q A - g B)_+ = q (A - g' B)_+``; Balle, Barthe & Gaboardi 2018, Thm 8 is the
+          inequality, here an identity);
+        * add, ``(B, (1-q) B + q A)``: ``(B - g (1-q) B - g q A)_+ = c (B - g'' A)_+`` with ``c = 1 - g (1 - q)``
+          and ``g'' = g q / c`` when ``c > 0`` (otherwise 0), so ``H = c H_(g'')(B || A)``;
+
+        with ``g = e^epsilon``; ``H(B || A)`` is the base's add direction. Both factors are rounded outward.
+        """
+        from mechanisms.relations import Direction
+
+        q = self.sampling_probability
+        epsilon = _validate.nonnegative(epsilon, "epsilon", "PoissonSubsampled.delta_bounds_one_run")
+        if q == 0.0:
+            return 0.0, 0.0
+        if q == 1.0:
+            return self.mechanism.delta_bounds_one_run(epsilon, direction)
+        u = 2.0**-53
+        if direction is Direction.REMOVE:
+            e1 = float(np.log1p(np.expm1(epsilon) / q))  # log g', within about 4u relative
+            low, high = self.mechanism.delta_bounds_one_run(max(e1 * (1.0 + 8 * u), 0.0), direction)[0], (
+                self.mechanism.delta_bounds_one_run(max(e1 * (1.0 - 8 * u), 0.0), direction)[1])
+            high = float(_logmath.round_up(high * q, 8)) if high > 0.0 else 0.0
+            return _down(low * q), min(high, 1.0)
+        # add: c = e^eps (q + expm1(-eps)); g'' = q / (q + expm1(-eps))
+        m1 = float(np.expm1(-epsilon))
+        room = 4.0 * u * (q + abs(m1))
+        c_hi, c_lo = q + m1 + room, q + m1 - room
+        if c_hi <= 0.0:
+            return 0.0, 0.0
+        e2_lo = float(np.log(q / c_hi)) - 4.0 * u * (abs(np.log(q)) + 1.0)
+        high = self.mechanism.delta_bounds_one_run(max(e2_lo, 0.0), direction)[1] * np.exp(epsilon) * c_hi
+        high = float(_logmath.round_up(float(high), 16)) if high > 0.0 else 0.0
+        if c_lo <= 0.0:
+            return 0.0, min(high, 1.0)
+        e2_hi = float(np.log(q / c_lo)) + 4.0 * u * (abs(np.log(q)) + 1.0)
+        low = self.mechanism.delta_bounds_one_run(e2_hi, direction)[0] * np.exp(epsilon) * c_lo
+        return _down(float(low) * (1.0 - 16 * u)), min(high, 1.0)
 
     def _two_point_base(self):
         flip = self.mechanism.dominating_randomized_response()

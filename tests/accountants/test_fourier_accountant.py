@@ -397,8 +397,11 @@ def test_negligible_deltas_are_positive_upper_bounds_and_tiny_targets_are_refuse
         b = fa.delta_bounds(epsilon)
         exact = gaussian_delta(epsilon, composed_mu(sigma, count))
         assert b.upper > 0.0 and mp.mpf(b.upper) >= exact >= mp.mpf(b.lower)
+    # one run: the exact profile, in log space, answers even there (mpmath oracle); by inversion (two runs): refused
+    eps = FourierAccountant().compose(GaussianMechanism(sigma=38.0)).get_epsilon(1e-300)
+    assert gaussian_delta(eps, composed_mu(38.0, 1)) <= mp.mpf(1e-300)
     with pytest.raises(AccuracyError, match="RDPAccountant"):
-        FourierAccountant().compose(GaussianMechanism(sigma=38.0)).get_epsilon(1e-300)
+        FourierAccountant().compose(GaussianMechanism(sigma=38.0), count=2).get_epsilon(1e-300)
 
 
 @settings(max_examples=15)
