@@ -1,8 +1,8 @@
 """The accounting demo: ``python -m accountants.demo`` prints epsilon for a DP-SGD setting and a Laplace/RR mix.
 
 Every report printed says what its number is (add-or-remove-one neighbours): a proven upper bound, or an
-estimate (the Fourier accountant on the Poisson-subsampled Gaussian, whose characteristic function comes from a
-quadrature with an estimated error).
+estimate (the Fourier accountant where a characteristic function comes from a quadrature with an estimated error,
+e.g. the subsampled Laplace; the subsampled Gaussian's is a proven enclosure).
 """
 
 import argparse

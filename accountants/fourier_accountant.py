@@ -56,6 +56,7 @@ from accountants.fourier_inversion import (
     MAX_ATOMS,
     MAX_DAMPING,
     MAX_DAMPING_CLOSED_FORM,
+    MAX_DAMPING_ENCLOSED,
     Bounds,
     LedgerMax,
     TwoPointLedger,
@@ -279,7 +280,21 @@ class FourierAccountant:
         """Damping cap: large for closed-form ledgers (cost independent of the tilt), small where a quadrature's
         range grows with the tilt (Poisson-subsampled mechanisms)."""
         closed = all(core.log_mgf_is_closed_form for core, _ in self._cores.values())
-        return MAX_DAMPING_CLOSED_FORM if closed and self.certified else MAX_DAMPING
+        if closed and self.certified:
+            return MAX_DAMPING_CLOSED_FORM
+        return MAX_DAMPING
+
+    def _inverted(self, search, *args):
+        """``search(directions, *args, **settings)``; for proven enclosures (the subsampled Gaussian), which cost
+        little more at large tilts, a failure at the usual damping cap is retried at ``MAX_DAMPING_ENCLOSED``: far
+        below the saddle point the terms' rounding can swamp a small delta (long, lightly subsampled ledgers)."""
+        settings = self._settings()
+        try:
+            return search(self._directions(), *args, **settings)
+        except AccuracyError:
+            if not self.certified or settings["max_damping"] >= MAX_DAMPING_ENCLOSED:
+                raise
+        return search(self._directions(), *args, **{**settings, "max_damping": MAX_DAMPING_ENCLOSED})
 
     def _settings(self):
         """Keyword arguments of the searches in :mod:`accountants._fourier_search`."""
@@ -398,7 +413,7 @@ class FourierAccountant:
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
             return split_delta_bounds(lm, epsilon, split, **self._settings())
-        return max_delta_bounds(self._directions(), epsilon, **self._settings())
+        return self._inverted(max_delta_bounds, epsilon)
 
     def get_delta(self, epsilon):
         """Upper end of :meth:`delta_bounds`: a proven upper bound on delta(epsilon) (add-or-remove-one) when
@@ -488,7 +503,7 @@ class FourierAccountant:
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
             return split_epsilon_bounds(lm, delta, split, self.pure_epsilon(), **self._settings())
-        b = max_epsilon_bounds(self._directions(), np.log(delta), **self._settings())
+        b = self._inverted(max_epsilon_bounds, np.log(delta))
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 

@@ -44,6 +44,7 @@ __all__ = [
     "MAX_ATOMS",
     "MAX_DAMPING",
     "MAX_DAMPING_CLOSED_FORM",
+    "MAX_DAMPING_ENCLOSED",
     "TruncationLimit",
 ]
 
@@ -55,6 +56,9 @@ MAX_DAMPING = 64.0
 #: ``MAX_DAMPING`` would be valid too, but far from the saddle point the terms of the sum are many orders of
 #: magnitude above delta and cancel, so the (bounded) float64 rounding error swamps a tiny delta.
 MAX_DAMPING_CLOSED_FORM = 1e6
+#: Largest damping for ledgers whose characteristic functions are closed forms or proven enclosures
+#: (:mod:`mechanisms.subsampled_gaussian_cf`, whose range grows only linearly with the tilt).
+MAX_DAMPING_ENCLOSED = 1024.0
 
 
 #: A plan whose truncation bound at ``max_terms`` nodes is this many times its tolerance cannot certify anything:
@@ -319,7 +323,7 @@ def invert(plan, epsilon):
 
 
 #: Largest number of composed outcomes enumerated exactly for ledgers of two-point losses.
-MAX_ATOMS = 1 << 18
+MAX_ATOMS = 1 << 21
 
 
 class TwoPointLedger:

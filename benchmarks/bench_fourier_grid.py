@@ -120,7 +120,7 @@ def run(quick=False):
         "",
         markdown_table(headers, rows),
         "",
-        machine_description() if callable(machine_description) else "",
+        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
     ]
     text = "\n".join(lines)
     print(text)

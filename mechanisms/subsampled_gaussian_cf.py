@@ -108,6 +108,17 @@ def _rule():
     return nodes, weights
 
 
+def _lse(x, axis=None):
+    """``log sum exp`` (scipy's is slow on small arrays); an all ``-inf`` slice gives ``-inf``. Only bounds' sizes
+    go through it, each then given slack (:func:`_slack`)."""
+    x = np.asarray(x, dtype=np.float64)
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out.squeeze() if axis is None else np.squeeze(out, axis=axis)
+
+
 def _r(x, g, mu):
     """``r(x) = log(1 - g + g e^(mu x - mu^2/2))`` for real ``x``."""
     return np.logaddexp(np.log1p(-g), np.log(g) + mu * x - 0.5 * mu * mu)
@@ -185,7 +196,7 @@ def _reference(a, g, mu, width):
         )
     x = np.linspace(lo, hi, int(min(max((hi - lo) * 50.0, 200.0), 1e6)))
     log_f = -0.5 * x * x - _LOG_SQRT_2PI + a * _r(x, g, mu)
-    return lo, hi, float(special.logsumexp(log_f) + np.log(x[1] - x[0]))
+    return lo, hi, float(_lse(log_f) + np.log(x[1] - x[0]))
 
 
 def _panel_log_errors(a, v_top, g, mu, centres, h):
@@ -199,7 +210,7 @@ def _panel_log_errors(a, v_top, g, mu, centres, h):
     y = h * (_RHOS - 1.0 / _RHOS) / 2.0
     ok = mu * y <= np.pi / 2.0
     ends = np.stack([centres - h, centres + h])
-    log_sup = special.logsumexp(-0.5 * ends * ends - _LOG_SQRT_2PI + a * _r(ends, g, mu)
+    log_sup = _lse(-0.5 * ends * ends - _LOG_SQRT_2PI + a * _r(ends, g, mu)
                                 + np.log(_GAP * (np.abs(ends) + 6.0)), axis=0) + np.log(1.01)
     if not ok.any():
         return np.full(centres.shape, np.inf), log_sup
@@ -234,8 +245,8 @@ def _layout(a, v_top, g, mu, width):
         h = zone_len / (2.0 * n_sub)
         mid = edges[todo][:, None] + h * (2.0 * np.arange(n_sub) + 1.0)[None, :]
         log_err, log_sup = _panel_log_errors(a, v_top, g, mu, mid.ravel(), h)
-        zone_err = special.logsumexp(log_err.reshape(mid.shape), axis=1)
-        zone_sup = special.logsumexp(log_sup.reshape(mid.shape), axis=1)
+        zone_err = _lse(log_err.reshape(mid.shape), axis=1)
+        zone_sup = _lse(log_sup.reshape(mid.shape), axis=1)
         last = h <= _MIN_HALF_LENGTH or (panels + todo.size * n_sub) * _N_NODES > _MAX_NODES
         done = (zone_err <= log_share) | last
         for z in np.flatnonzero(done):
@@ -247,7 +258,7 @@ def _layout(a, v_top, g, mu, width):
         todo = todo[~done]
         level += 1
     centres, halves = np.concatenate(centres), np.concatenate(halves)
-    return halves, centres, _slack(float(special.logsumexp(errors))), _slack(float(special.logsumexp(sups)))
+    return halves, centres, _slack(float(_lse(errors))), _slack(float(_lse(sups)))
 
 
 def _nodes(a, g, mu, h, centres):
@@ -305,6 +316,19 @@ def log_f_enclosure(a, v, g, mu, width=14.0):
     """
     a, g, mu = float(a), float(g), float(mu)
     v = np.asarray(v, dtype=np.float64)
+    if v.size and not v.any():  # the real axis (Chernoff bounds, dampings): the same values again and again
+        value, err = _log_f_real(a, g, mu, float(width))
+        return np.full(v.shape, value, dtype=np.complex128), np.full(v.shape, err)
+    return _log_f_enclosure(a, v, g, mu, width)
+
+
+@functools.lru_cache(maxsize=4096)
+def _log_f_real(a, g, mu, width):
+    value, err = _log_f_enclosure(a, np.zeros(1), g, mu, width)
+    return complex(value[0]), float(err[0])
+
+
+def _log_f_enclosure(a, v, g, mu, width):
     flat = v.reshape(-1)
     out = np.empty(flat.shape, dtype=np.complex128)
     err = np.empty(flat.shape)
@@ -319,7 +343,7 @@ def log_f_enclosure(a, v, g, mu, width=14.0):
         x, r, log_w, log_c = _nodes(a, g, mu, h, centres)
         peak = float(log_c.max())
         keep = log_c >= peak - _PRUNE
-        dropped = special.logsumexp(log_c[~keep]) if (~keep).any() else -np.inf
+        dropped = _lse(log_c[~keep]) if (~keep).any() else -np.inf
         x, r, log_w, c = x[keep], r[keep], log_w[keep], np.exp(log_c[keep] - peak)
         h = np.repeat(h, _N_NODES)[keep]
         # relative error of each term at |v| <= v_top: the weight; the node (moved by dx: the rule's error and the
@@ -385,7 +409,7 @@ def log_f_sup(a, v_min, g, mu, width=14.0, cells=4096):
         return trivial
     theta_lo = _theta(x0[:, None], b[None, :], g, mu) * (1.0 - 1e-12)  # a lower bound on theta on each cell
     theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
-    inner = special.logsumexp(log_cell[:, None] - v_min * theta_lo, axis=0)
+    inner = _lse(log_cell[:, None] - v_min * theta_lo, axis=0)
     total = np.logaddexp(np.logaddexp(inner, log_left), log_right - v_min * theta_hi_end)
     bound = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total
     return min(trivial, _slack(float(bound.min())))

@@ -81,8 +81,9 @@ class OpacusAccountant:
     method : {"rdp", "fourier"}
         ``"rdp"``: :class:`~accountants.RDPAccountant` (tight subsampled-Gaussian RDP, improved conversion
         optimised over real orders): a proven upper bound. ``"fourier"``: the characteristic-function
-        accountant; for subsampled steps its value rests on numerical quadrature whose error is estimated, not
-        proven, so it is an estimate (``epsilon_report`` says so and ``get_epsilon`` warns once).
+        accountant; its subsampled-Gaussian characteristic function is a proven enclosure, so the value is a
+        proven upper bound too (``epsilon_report`` says which; ``get_epsilon`` warns once if it ever is an
+        estimate).
     **options
         Passed to the dpledger accountant.
 

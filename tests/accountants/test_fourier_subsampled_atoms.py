@@ -60,5 +60,5 @@ def test_subsampled_pure_dp_and_fallbacks():
     assert mixed._atom_lattice() is None and mixed.bound_kind is BoundKind.UPPER
     big = FourierAccountant()
     for p in (0.6, 0.7, 0.8):
-        big.compose(PoissonSubsampled(RandomizedResponse(p=p), 0.01), count=100)
+        big.compose(PoissonSubsampled(RandomizedResponse(p=p), 0.01), count=200)
     assert big._atom_lattice() is None and big.bound_kind is BoundKind.UPPER
