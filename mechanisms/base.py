@@ -210,6 +210,12 @@ class Mechanism(abc.ABC):
         """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (see :meth:`subsampled_log_f_enclosure`)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 
+    def log_mgf_upper(self, s, direction):
+        """A proven upper bound on ``log M(s)`` at real ``s`` (arrays; for Chernoff bounds and searches, which
+        need no more). Default: the real part of :meth:`log_mgf` (itself the upper end of an enclosure where the
+        characteristic function is enclosed)."""
+        return np.real(self.log_mgf(np.asarray(s, dtype=np.float64), direction))
+
     #: Whether :meth:`delta_bounds_one_run` gives proven bounds on the exact privacy profile of one run.
     has_exact_profile = False
 

@@ -284,6 +284,25 @@ class PoissonSubsampled(Mechanism):
             return out.reshape(s.shape)
         return privacy_loss.subsampled_log_f(1.0 + s, q, self._quadrature(s))
 
+    def log_mgf_upper(self, s, direction):
+        """A cheap proven upper bound on ``log M(s)`` at real ``s``: for the remove direction of a Gaussian base and
+        ``s > 0``, ``s eps(1 + s)`` from the RDP curve (``log M(s) = s D_(1+s)(P || Q)``; thesis Thm 2.3.4's bound,
+        exact at integer orders and within about 5e-7 relative at fractional ones), a thousandth of the
+        enclosure's cost; otherwise :meth:`Mechanism.log_mgf_upper`."""
+        from mechanisms.relations import Direction
+
+        if not (self.mechanism.has_subsampled_enclosure and direction is Direction.REMOVE
+                and 0.0 < self.sampling_probability < 1.0):
+            return Mechanism.log_mgf_upper(self, s, direction)
+        arr = np.asarray(s, dtype=np.float64)
+        out = np.zeros(arr.shape)
+        positive = arr > 0.0
+        if positive.any():
+            out[positive] = _logmath.mul_up(arr[positive], self.rdp(1.0 + arr[positive]))
+        if (arr < 0.0).any():
+            out[~positive & (arr != 0.0)] = Mechanism.log_mgf_upper(self, arr[~positive & (arr != 0.0)], direction)
+        return out
+
     def _enclosure(self, s):
         """The base's proven ``F(1 + s)`` (remove direction), grouped by the real part of ``s``."""
         flat = np.asarray(s, dtype=np.complex128).reshape(-1)
