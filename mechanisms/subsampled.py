@@ -268,10 +268,10 @@ class PoissonSubsampled(Mechanism):
             # frequency asked for, so give each chunk of nodes its own quadrature (low frequencies are cheap).
             out = np.empty(flat.shape, dtype=np.complex128)
             work = 0
+            # the quadratures' sizes first (cheap), so that a line beyond the work limit fails at once
             for start in range(0, flat.size, _CHUNK):
                 part = flat[start : start + _CHUNK]
-                quadrature = self._quadrature(part)
-                work += part.size * quadrature.log_weights.size
+                work += part.size * self._quadrature(part).log_weights.size
                 if work > privacy_loss.MAX_LINE_WORK:
                     raise NumericalError(
                         f"{self!r}: evaluating the characteristic function at {flat.size} frequencies exceeds the "
@@ -280,7 +280,9 @@ class PoissonSubsampled(Mechanism):
                         "characteristic-function accountant at this accuracy (little noise); use RDPAccountant, "
                         "or a larger rtol."
                     )
-                out[start : start + _CHUNK] = privacy_loss.subsampled_log_f(1.0 + part, q, quadrature)
+            for start in range(0, flat.size, _CHUNK):
+                part = flat[start : start + _CHUNK]
+                out[start : start + _CHUNK] = privacy_loss.subsampled_log_f(1.0 + part, q, self._quadrature(part))
             return out.reshape(s.shape)
         return privacy_loss.subsampled_log_f(1.0 + s, q, self._quadrature(s))
 
