@@ -62,11 +62,12 @@ from accountants.fourier_inversion import (
     TwoPointLedger,
     log_chernoff_constant,
 )
+from accountants.privacy_buckets import BucketLedger
 from accountants.report import BoundKind, PrivacyReport
 from mechanisms import _logmath, _validate, privacy_loss
 from mechanisms.base import Mechanism
 from mechanisms.composition import composed_delta
-from mechanisms.errors import EstimateWarning, MissingCapabilityError
+from mechanisms.errors import EstimateWarning, MissingCapabilityError, NumericalError
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.relations import Direction, NeighboringRelation
 
@@ -288,6 +289,49 @@ class FourierAccountant:
             self._derived["split"] = laplace_split(self._compile())
         return self._derived["split"]
 
+    def _buckets(self):
+        """The ledger's privacy buckets (:class:`accountants.privacy_buckets.BucketLedger`) when every mechanism
+        has proven loss buckets, else None; built on first use and kept until the ledger changes."""
+        if "buckets" not in self._derived:
+            cores = [(self._cores[m][0], n) for m, n in self._entries.items()]
+            self._derived["buckets"] = BucketLedger(cores) if self._bucketable() else None
+        return self._derived["buckets"]
+
+    def _cf_proven(self):
+        return all(core.log_mgf_is_proven and core.rdp_is_proven for core, _ in self._cores.values())
+
+    def _bucketable(self):
+        return bool(self._entries) and all(self._cores[m][0].has_loss_buckets for m in self._entries)
+
+    def _discrete(self):
+        """Every loss in the ledger purely atomic (its characteristic function does not decay, so inversion
+        cannot certify it): such ledgers go to the privacy buckets directly."""
+        return self._bucketable() and all(self._cores[m][0].loss_is_discrete for m in self._entries)
+
+    def _via_buckets(self, inverted, bucketed):
+        """``inverted()``, or ``bucketed(ledger)`` where the ledger has loss buckets and inversion cannot answer
+        (the characteristic function decays too slowly: few runs of a small sampling probability, or atoms) or
+        would rest on an estimated characteristic function (the buckets are proven)."""
+        first = None
+        if not (self._discrete() or (self._bucketable() and not self._cf_proven())):
+            try:
+                result = inverted()
+                self._derived["path"] = "inversion"
+                return result
+            except (AccuracyError, NumericalError) as error:
+                if not self._bucketable():
+                    raise
+                first = error
+        try:
+            result = bucketed(self._buckets())
+        except AccuracyError as error:
+            if first is None:
+                raise
+            first.add_note(f"The privacy buckets could not answer either: {error}")
+            raise first from None
+        self._derived["path"] = "buckets"
+        return result
+
     def _max_damping(self):
         """Damping cap: large for closed-form ledgers (cost independent of the tilt), small where a quadrature's
         range grows with the tilt (Poisson-subsampled mechanisms)."""
@@ -332,8 +376,9 @@ class FourierAccountant:
         """Whether every characteristic function in the ledger is in closed form (so the error bounds are
         proofs, up to float64 rounding which is bounded too)."""
         if self._closed is None:
-            self._closed = all(core.log_mgf_is_proven and core.rdp_is_proven for core, _ in self._cores.values()) or (
-                bool(self._entries) and (self._one_run() is not None or self._atom_lattice() is not None))
+            self._closed = self._cf_proven() or (
+                bool(self._entries) and (self._one_run() is not None or self._atom_lattice() is not None
+                                         or self._bucketable()))
         return self._closed
 
     @property
@@ -425,7 +470,12 @@ class FourierAccountant:
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
             return split_delta_bounds(lm, epsilon, split, **self._settings())
-        return self._inverted(max_delta_bounds, epsilon)
+
+        def bucketed(ledger):
+            lower, upper = ledger.delta_bounds(epsilon)
+            return Bounds(lower, upper, upper)
+
+        return self._via_buckets(lambda: self._inverted(max_delta_bounds, epsilon), bucketed)
 
     def get_delta(self, epsilon):
         """Upper end of :meth:`delta_bounds`: a proven upper bound on delta(epsilon) (add-or-remove-one) when
@@ -515,7 +565,16 @@ class FourierAccountant:
         if split is not None:
             lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
             return split_epsilon_bounds(lm, delta, split, self.pure_epsilon(), **self._settings())
-        b = self._inverted(max_epsilon_bounds, np.log(delta))
+        def bucketed(ledger):
+            lower, upper = ledger.epsilon_bounds(delta)
+            if upper == math.inf:
+                raise AccuracyError(
+                    f"FourierAccountant cannot certify epsilon at delta = {delta:.3g}: Fourier inversion cannot "
+                    "reach this ledger and the privacy buckets' bounded float error (mass put at infinite loss) "
+                    "exceeds delta; use RDPAccountant, or a larger delta.")
+            return Bounds(lower, upper, upper)
+
+        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed)
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 
@@ -541,6 +600,12 @@ class FourierAccountant:
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")
+        if self._derived.get("path") == "buckets" or (self._derived.get("path") is None and self._discrete()):
+            return ("privacy buckets: the loss distributions discretised on a grid of step "
+                    f"{self._buckets().h:g} with proven bucket masses, connect-the-dots for the upper bound and "
+                    "rounding down for the lower (Doroshenko et al. 2022; Meiser & Mohammadi 2018), composed by FFT "
+                    "with its error bounded (Fourier inversion cannot reach this ledger: its characteristic function "
+                    "decays too slowly)")
         if self._laplace_split() is not None:
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
                     f"(thesis Sec 3.4), characteristic functions in closed form, rtol {self._rtol:g}")

@@ -4,7 +4,7 @@ import abc
 
 import numpy as np
 
-from mechanisms import _validate, two_point
+from mechanisms import _validate, loss_buckets, two_point
 from mechanisms.errors import MissingCapabilityError, NumericalError
 from mechanisms.relations import Direction
 
@@ -91,6 +91,36 @@ class Mechanism(abc.ABC):
         if flip is None or flip == 0:
             return None
         return two_point.subsampled_loss_atoms(flip, 1.0)
+
+    @property
+    def has_loss_buckets(self):
+        """Whether :meth:`loss_buckets` gives proven bucket masses (default: when the loss has two-point atoms,
+        :meth:`loss_atoms`; the Gaussian, its Poisson-subsampled version and discrete pairs override)."""
+        return self.loss_atoms() is not None
+
+    @property
+    def loss_is_discrete(self):
+        """Whether the privacy loss takes finitely many values in each direction (default: it has
+        :meth:`loss_atoms`): its characteristic function does not decay."""
+        return self.loss_atoms() is not None
+
+    def loss_buckets(self, edges, direction):
+        """``(upper, lower)``: proven bounds on the masses of the privacy loss between consecutive ``edges`` in
+        ``direction`` (:mod:`mechanisms.loss_buckets`; the privacy-buckets accountant composes them). Default:
+        from the two-point atoms of :meth:`loss_atoms`."""
+        atoms = self.loss_atoms()
+        if atoms is None:
+            raise MissingCapabilityError(f"{type(self).__name__} has no proven loss buckets.")
+        l1, l0, p1, p0 = atoms["remove" if direction is Direction.REMOVE else "add"]
+        return loss_buckets.atom_buckets([l1, l0], [p1, p0], edges)
+
+    def subsampled_loss_buckets(self, edges, direction, sampling_probability):
+        """:meth:`loss_buckets` of this mechanism's Poisson-subsampled pair (thesis Thm 3.3.5), where the
+        mechanism knows it (the Gaussian does)."""
+        raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled loss buckets.")
+
+    #: Whether :meth:`subsampled_loss_buckets` is implemented.
+    has_subsampled_loss_buckets = False
 
     def two_point_loss(self):
         """A float ``E`` at or above the privacy loss of this mechanism's dominating randomized-response pair, whose

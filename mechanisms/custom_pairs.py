@@ -25,8 +25,9 @@ from typing import Callable
 
 import numpy as np
 
-from mechanisms import _validate, privacy_loss
+from mechanisms import _logmath, _validate, loss_buckets, privacy_loss
 from mechanisms.base import Mechanism
+from mechanisms.relations import Direction
 from mechanisms.errors import MissingCapabilityError, NumericalError
 
 __all__ = ["DiscretePairMechanism", "ContinuousPairMechanism", "CharacteristicFunctionMechanism"]
@@ -159,6 +160,20 @@ class DiscretePairMechanism(Mechanism):
 
     def _loss(self):
         return self.log_p - self.log_q
+
+    has_loss_buckets = True
+    loss_is_discrete = True
+
+    def loss_buckets(self, edges, direction):
+        """Bucket masses of the atoms ``log p - log q`` (mass ``p``; add direction: ``log q - log p``, mass
+        ``q``) of the normalised pair (:func:`mechanisms.loss_buckets.atom_buckets`)."""
+        if self.missing_mass:
+            raise _no_pair_error(self)
+        first, second = (self.log_p, self.log_q) if direction is Direction.REMOVE else (self.log_q, self.log_p)
+        # each log-mass is within 4u (|log m| + 1) of the normalised pair's (the renormalising subtraction)
+        err = 4.0 * _logmath.EPS * (np.abs(first) + np.abs(second) + 2.0)
+        return loss_buckets.atom_buckets(first - second, first, edges, loss_error=err,
+                                         log_mass_error=2.0 * _logmath.EPS * (np.abs(first) + 1.0))
 
     def _log_mgf(self, s):
         if self.missing_mass:

@@ -5,8 +5,9 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, privacy_loss, subsampled_gaussian_cf
+from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_gaussian_cf
 from mechanisms.base import Mechanism
+from mechanisms.relations import Direction
 
 __all__ = ["GaussianMechanism", "analytic_gaussian_delta_bounds"]
 
@@ -109,6 +110,19 @@ class GaussianMechanism(Mechanism):
         pair): ``delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``, ``mu = 1 / noise_multiplier``;
         :func:`analytic_gaussian_delta_bounds`."""
         return analytic_gaussian_delta_bounds(1.0 / self.noise_multiplier, epsilon)
+
+    has_loss_buckets = True
+    has_subsampled_loss_buckets = True
+    loss_is_discrete = False
+
+    def loss_buckets(self, edges, direction):
+        """Bucket masses of ``L ~ N(mu^2/2, mu^2)`` (both directions; :func:`mechanisms.loss_buckets.subsampled_gaussian_buckets` at ``q = 1``)."""
+        return loss_buckets.subsampled_gaussian_buckets(1.0 / self.noise_multiplier, 1.0, edges, True)
+
+    def subsampled_loss_buckets(self, edges, direction, sampling_probability):
+        """:func:`mechanisms.loss_buckets.subsampled_gaussian_buckets` of the Poisson-subsampled pair."""
+        return loss_buckets.subsampled_gaussian_buckets(
+            1.0 / self.noise_multiplier, sampling_probability, edges, direction is Direction.REMOVE)
 
     def subsampled_log_f_enclosure(self, a, v, sampling_probability):
         """Proven enclosure of the subsampled pair's ``F(a + iv)`` (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""

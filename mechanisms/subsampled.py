@@ -5,7 +5,7 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, privacy_loss, subsampled_rdp, two_point
+from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
 from mechanisms.base import Mechanism
 from mechanisms.errors import MissingCapabilityError, NumericalError
 from mechanisms.gaussian import GaussianMechanism
@@ -147,6 +147,31 @@ class PoissonSubsampled(Mechanism):
         if flip is None or flip == 0:
             return None
         return two_point.subsampled_loss_atoms(flip, self.sampling_probability)
+
+    @property
+    def has_loss_buckets(self):
+        q = self.sampling_probability
+        if q in (0.0, 1.0):
+            return q == 0.0 or self.mechanism.has_loss_buckets
+        return self.loss_atoms() is not None or self.mechanism.has_subsampled_loss_buckets
+
+    @property
+    def loss_is_discrete(self):
+        q = self.sampling_probability
+        return q == 0.0 or (self.mechanism.loss_is_discrete if q == 1.0 else self.loss_atoms() is not None)
+
+    def loss_buckets(self, edges, direction):
+        """Proven bucket masses (:mod:`mechanisms.loss_buckets`): a zero loss at ``q = 0``, the base's at
+        ``q = 1``, the exact atoms of a base dominated by randomized response, otherwise the base's
+        :meth:`~mechanisms.base.Mechanism.subsampled_loss_buckets` (the Gaussian)."""
+        q = self.sampling_probability
+        if q == 0.0:
+            return loss_buckets.atom_buckets([0.0], [0.0], edges)
+        if q == 1.0:
+            return self.mechanism.loss_buckets(edges, direction)
+        if self.loss_atoms() is not None:
+            return super(PoissonSubsampled, self).loss_buckets(edges, direction)
+        return self.mechanism.subsampled_loss_buckets(edges, direction, q)
 
     def approximate(self):
         """``(PoissonSubsampled(core, q), delta)`` when the base is ``delta``-approximately ``core``

@@ -125,9 +125,11 @@ def test_calibration_on_estimates_warns_and_on_proofs_does_not():
     from mechanisms import EstimateWarning, GaussianMechanism, PoissonSubsampled
 
     class Uncertified(GaussianMechanism):
-        """A Gaussian without its proven subsampled characteristic function: quadrature, estimated."""
+        """A Gaussian without its proven subsampled characteristic function or loss buckets: quadrature,
+        estimated."""
 
         has_subsampled_enclosure = False
+        has_subsampled_loss_buckets = False
 
     def family(sigma):
         return PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=0.01)

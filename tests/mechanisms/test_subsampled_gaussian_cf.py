@@ -113,8 +113,17 @@ def test_subsampled_gaussian_reports_are_upper_bounds_through_the_enclosure(monk
     assert loose.upper > tight.upper * (1 + 1e-6) and loose.lower < tight.lower
     monkeypatch.setattr(cf, "log_f_enclosure", real)
 
-    class Uncertified(GaussianMechanism):
+    class Unenclosed(GaussianMechanism):
         has_subsampled_enclosure = False
+
+    # without the enclosure the proven path is the privacy buckets, not the estimated characteristic function
+    bucketed = FourierAccountant().compose(PoissonSubsampled(Unenclosed(sigma=1.5), 0.05), count=20)
+    report = bucketed.epsilon_report(1e-5)
+    assert bucketed.bound_kind is BoundKind.UPPER and "privacy buckets" in report.method
+    assert report.epsilon >= FourierAccountant().compose(m, count=20).epsilon_bounds(1e-5).lower
+
+    class Uncertified(Unenclosed):
+        has_subsampled_loss_buckets = False
 
     plain = FourierAccountant().compose(PoissonSubsampled(Uncertified(sigma=1.5), 0.05), count=20)
     assert plain.bound_kind is BoundKind.ESTIMATE

@@ -1,0 +1,126 @@
+"""The privacy-buckets accountant (accountants.privacy_buckets): its intervals contain exact values, its FFT
+error bound holds, and the Fourier accountant uses it where inversion cannot answer."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accountants import FourierAccountant, privacy_buckets
+from accountants.fourier_inversion import TwoPointLedger
+from accountants.report import BoundKind
+from mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
+from mechanisms.custom_pairs import DiscretePairMechanism
+from mechanisms.relations import Direction
+from tests.oracles.analytic_gaussian import gaussian_delta_float
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(65, 3000), st.integers(65, 3000), st.integers(0, 2**32 - 1))
+def test_fft_convolution_error_is_within_its_bound(n1, n2, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.pareto(1.0, n1), rng.pareto(1.0, n2)  # heavy-tailed non-negative masses
+    a, b = a / a.sum(), b / b.sum()
+    n = 1 << (n1 + n2 - 2).bit_length()
+    computed = np.fft.irfft(np.fft.rfft(a, n) * np.fft.rfft(b, n), n)[:n1 + n2 - 1]
+    exact = np.convolve(a.astype(np.longdouble), b.astype(np.longdouble))
+    error = float(np.sqrt(np.sum((computed.astype(np.longdouble) - exact) ** 2)))
+    bound = privacy_buckets._fft_error(n, a, b)
+    assert error <= bound
+    assert bound < 1e-11  # and it is a usable bound
+
+
+def _measure(values, start=0, upper=True):
+    return privacy_buckets._Measure(start, np.array(values, dtype=np.float64), 0.0, upper)
+
+
+def test_truncation_and_shaving_keep_the_tail_order():
+    tiny = privacy_buckets.TAIL / 4
+    m = privacy_buckets._truncate(_measure([tiny, tiny, 0.5, 0.5 - 4 * tiny, tiny, tiny], start=-2))
+    assert m.start == 0 and m.values.size == 2 and m.infinite >= 2 * tiny  # top to +inf
+    assert m.values[0] >= 0.5 + 2 * tiny  # bottom rounded up
+    low = privacy_buckets._truncate(_measure([tiny, tiny, 0.5, 0.5 - 4 * tiny, tiny, tiny], start=-2, upper=False))
+    assert low.infinite == 0.0 and low.values[-1] >= 0.5 - 2.0001 * tiny and low.values.sum() < 1.0 - tiny
+    values = np.array([0.2, 0.3, 0.1, 0.05])
+    privacy_buckets._shave(values, 0.12)
+    assert values[3] == 0.0 and values[2] <= 0.1 - 0.07 and values[2] > 0.0299 and values[1:2].tolist() == [0.3]
+
+
+@pytest.mark.parametrize("sigma, count", [(1.0, 1), (2.0, 10), (0.7, 3)])
+def test_gaussian_compositions_bracket_the_analytic_gaussian(sigma, count):
+    ledger = privacy_buckets.BucketLedger([(GaussianMechanism(sigma=sigma), count)])
+    mu = math.sqrt(count) / sigma
+    for eps in (0.0, 0.3, 1.0, 3.0):
+        lower, upper = ledger.delta_bounds(eps)
+        exact = gaussian_delta_float(eps, mu)
+        assert lower <= exact <= upper
+        assert upper <= exact * (1 + 1e-3) + 1e-12  # connect-the-dots: second order in the grid step
+
+
+def test_randomized_response_bracket_its_exact_enumeration():
+    rr = RandomizedResponse(p=0.7)
+    exact = TwoPointLedger(e_values=[math.log(0.7 / 0.3)], counts=[200])
+    ledger = privacy_buckets.BucketLedger([(rr, 200)])
+    for eps in (10.0, 60.0, 100.0, 120.0):
+        e, (lower, upper) = exact.delta_bounds(eps), ledger.delta_bounds(eps)
+        assert lower <= e.lower and e.upper <= upper
+    lower, upper = ledger.epsilon_bounds(1e-6)
+    e = exact.epsilon_bounds(1e-6, 200 * math.log(0.7 / 0.3))
+    assert lower <= e.lower <= e.upper <= upper <= e.upper * (1 + 1e-4)
+
+
+def _exact_discrete(pairs, direction):
+    """Exact composed loss distribution of discrete pairs by enumeration (a dict loss -> mass, float)."""
+    dist = {0.0: 1.0}
+    for log_p, log_q, count in pairs:
+        first, second = (log_p, log_q) if direction is Direction.REMOVE else (log_q, log_p)
+        for _ in range(count):
+            new = {}
+            for loss, mass in dist.items():
+                for a, b in zip(first, second):
+                    key = round(loss + a - b, 9)
+                    new[key] = new.get(key, 0.0) + mass * math.exp(a)
+            dist = new
+    return dist
+
+
+def test_three_outcome_pairs_bracket_their_enumeration():
+    pairs = [(np.log([0.5, 0.3, 0.2]), np.log([0.2, 0.3, 0.5]), 6), (np.log([0.6, 0.3, 0.1]), np.log([0.3, 0.3, 0.4]), 4)]
+    ledger = privacy_buckets.BucketLedger([(DiscretePairMechanism(p, q), n) for p, q, n in pairs])
+    for eps in (0.0, 1.0, 2.5, 4.0):
+        exact = max(sum(m * max(0.0, 1.0 - math.exp(eps - loss)) for loss, m in _exact_discrete(pairs, d).items())
+                    for d in Direction)
+        lower, upper = ledger.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-9) and exact <= upper * (1 + 1e-9)  # enumeration rounding (1e-9 losses)
+        assert upper <= exact * 1.01 + 1e-9
+
+
+def test_one_subsampled_step_brackets_its_exact_profile():
+    m = PoissonSubsampled(GaussianMechanism(sigma=0.9), sampling_probability=0.003)
+    ledger = privacy_buckets.BucketLedger([(m, 1)])
+    for eps in (0.0, 0.005, 0.02, 0.1):
+        exact = [m.delta_bounds_one_run(eps, d) for d in Direction]
+        lower, upper = ledger.delta_bounds(eps)
+        assert lower <= max(e[1] for e in exact) and max(e[0] for e in exact) <= upper
+
+
+@pytest.mark.parametrize("q, sigma, count", [(1e-3, 1.0, 10), (1e-4, 0.6, 10), (1e-3, 0.6, 30)])
+def test_narrow_ledgers_are_answered_with_proven_bounds(q, sigma, count):
+    """Few runs of a small sampling probability: Fourier inversion cannot reach them (the characteristic function
+    barely decays); the accountant answers through the buckets, labelled an upper bound and saying how."""
+    fa = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=q), count)
+    report = fa.epsilon_report(1e-5)
+    assert report.bound is BoundKind.UPPER and "privacy buckets" in report.method
+    bounds = fa.epsilon_bounds(1e-5)
+    assert 0.0 < bounds.lower <= bounds.upper == report.epsilon
+    # the upper end is the certified delta: evaluating delta there gives at most 1e-5
+    assert fa.delta_bounds(report.epsilon).upper <= 1e-5 * (1 + 1e-9)
+
+
+def test_buckets_agree_with_fourier_inversion_where_both_answer():
+    m = PoissonSubsampled(GaussianMechanism(sigma=1.1), sampling_probability=0.01)
+    inverted = FourierAccountant().compose(m, 1000).epsilon_bounds(1e-5)
+    lower, upper = privacy_buckets.BucketLedger([(m, 1000)]).epsilon_bounds(1e-5)
+    assert lower <= inverted.upper and inverted.lower <= upper <= inverted.upper * (1 + 1e-3)
