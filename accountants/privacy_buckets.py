@@ -50,6 +50,8 @@ __all__ = ["BucketLedger", "MAX_POINTS", "TAIL"]
 _U = EPS / 2
 #: Grid points of the largest composed distribution (the grid step is the finest power of two that fits).
 MAX_POINTS = 1 << 20
+#: The finest grid step used (connect-the-dots errors are of second order in it; finer grids only cost time).
+FINEST_STEP = 2.0**-14
 #: Mass moved off each end of a distribution after each convolution.
 TAIL = 2.0**-48
 #: Buckets of the first, coarse pass that finds the composed support.
@@ -224,32 +226,46 @@ def _loss_range(mechanism, direction, count):
 
 
 class BucketLedger:
-    """The composed upper and lower measures of a ledger, both directions, on one grid (module docstring).
+    """The composed upper and lower measures of a ledger, both directions (module docstring).
 
     ``entries`` are ``(mechanism, count)`` with :attr:`~mechanisms.base.Mechanism.has_loss_buckets`. The grid
-    step is the finest power of two that keeps the composed support (found by a coarse first pass) within
-    :data:`MAX_POINTS` points.
+    step is a power of two: at least :data:`FINEST_STEP` and fine enough to keep the composed support (found by a
+    coarse first pass) within :data:`MAX_POINTS` points. Where an answer is at the scale of that step (epsilon
+    below ``REFINE_BELOW`` steps: a loss narrower than the grid, such as few runs of a small sampling
+    probability), the ledger is composed again on the finest step that fits :data:`MAX_POINTS` (at most
+    ``2^-20``), and the tighter end of each side is kept: both grids give proven bounds.
     """
+
+    REFINE_BELOW = 64
 
     def __init__(self, entries):
         self._entries = [(m, int(n)) for m, n in entries]
-        ranges = {(m, d): _loss_range(m, d, n) for m, n in self._entries for d in Direction}
+        self._ranges = {(m, d): _loss_range(m, d, n) for m, n in self._entries for d in Direction}
         widths = []
         for d in Direction:
-            total = sum(n * (ranges[m, d][1] - ranges[m, d][0]) for m, n in self._entries)
-            widest = max(ranges[m, d][1] - ranges[m, d][0] for m, _ in self._entries)
+            total = sum(n * (self._ranges[m, d][1] - self._ranges[m, d][0]) for m, n in self._entries)
+            widest = max(self._ranges[m, d][1] - self._ranges[m, d][0] for m, _ in self._entries)
             coarse_h = 2.0 ** math.floor(math.log2(max(total, widest, 1e-6) / _COARSE_POINTS))
             coarse_h = max(coarse_h, 2.0 ** math.ceil(math.log2(max(widest, 1e-6) / (MAX_POINTS / 4))))
-            upper, _ = self._compose(d, coarse_h, ranges, lower=False)
+            upper, _ = self._compose(d, coarse_h, lower=False)
             widths.append(max(upper.values.size * coarse_h, widest))
-        span = max(widths)
-        self.h = 2.0 ** -math.floor(math.log2((MAX_POINTS / 2) / span))
-        self.measures = {d: self._compose(d, self.h, ranges) for d in Direction}
+        finest = max(2.0 ** -math.floor(math.log2((MAX_POINTS / 2) / max(widths))), 2.0**-20)
+        self._finest = finest
+        self.h = max(finest, FINEST_STEP)
+        self._grids = {self.h: {d: self._compose(d, self.h) for d in Direction}}
 
-    def _compose(self, direction, h, ranges, lower=True):
+    def _refine(self, scale):
+        """Add the finest grid when ``scale`` (an epsilon) is within :attr:`REFINE_BELOW` steps; True if added."""
+        if scale >= self.REFINE_BELOW * self.h or self._finest >= self.h:
+            return False
+        self.h = self._finest
+        self._grids[self.h] = {d: self._compose(d, self.h) for d in Direction}
+        return True
+
+    def _compose(self, direction, h, lower=True):
         ups, lows = [], []
         for m, n in self._entries:
-            floor, cap = ranges[m, direction]
+            floor, cap = self._ranges[m, direction]
             u, lo = _discretise(m, direction, h, floor, cap)
             ups.append(_power(u, n))
             if lower:
@@ -264,42 +280,43 @@ class BucketLedger:
                 low = _convolve(low, other)
         return up, low
 
-    def _delta(self, m, epsilon):
+    @staticmethod
+    def _delta(m, h, epsilon):
         """``int (1 - e^(eps - l))_+ dm``, rounded outward (module docstring)."""
-        k = math.floor(epsilon / self.h) + 1 - m.start  # first index with loss > epsilon (or equal: term 0)
-        k = max(k, 0)
+        k = max(math.floor(epsilon / h) + 1 - m.start, 0)  # first index with loss > epsilon (or equal: term 0)
         tail = m.values[k:]
+        s = 0.0
         if tail.size:
-            losses = (np.arange(m.start + k, m.start + k + tail.size, dtype=np.float64)) * self.h
+            losses = np.arange(m.start + k, m.start + k + tail.size, dtype=np.float64) * h
             with np.errstate(over="ignore"):
-                terms = tail * np.maximum(-np.expm1(epsilon - losses), 0.0)
-            s = float(np.sum(terms))
-        else:
-            s = 0.0
+                s = float(np.sum(tail * np.maximum(-np.expm1(epsilon - losses), 0.0)))
         slack = (tail.size + 8) * _U
         if m.upper:
             return min((s + m.infinite) * (1.0 + slack), 1.0)
         return max(s * (1.0 - slack), 0.0)
 
-    def delta_bounds(self, epsilon):
-        """``(lower, upper)`` of ``delta(epsilon)``, the larger of the two directions (thesis Thm 3.3.5)."""
-        lower = max(self._delta(self.measures[d][1], epsilon) for d in Direction)
-        upper = max(self._delta(self.measures[d][0], epsilon) for d in Direction)
-        return lower, upper
+    def _grid_delta(self, h, epsilon):
+        grid = self._grids[h]
+        return (max(self._delta(grid[d][1], h, epsilon) for d in Direction),
+                max(self._delta(grid[d][0], h, epsilon) for d in Direction))
 
-    def epsilon_bounds(self, delta):
-        """``(lower, upper)``: ``upper`` an epsilon whose upper delta was evaluated at most ``delta`` (``inf`` if
-        the mass at ``+inf`` alone exceeds it), ``lower`` one whose lower delta was evaluated above it."""
+    def delta_bounds(self, epsilon):
+        """``(lower, upper)`` of ``delta(epsilon)``, the larger of the two directions (thesis Thm 3.3.5); the
+        tightest over the grids composed so far."""
+        self._refine(epsilon)
+        ends = [self._grid_delta(h, epsilon) for h in self._grids]
+        return max(e[0] for e in ends), min(e[1] for e in ends)
+
+    def _grid_epsilon(self, h, delta):
+        grid = self._grids[h]
 
         def smallest(index):
             def meets(e):
-                return max(self._delta(self.measures[d][index], e) for d in Direction) <= delta
+                return max(self._delta(grid[d][index], h, e) for d in Direction) <= delta
 
             if meets(0.0):
                 return 0.0, 0.0
-            top = max((self.measures[d][index].start + self.measures[d][index].values.size) * self.h
-                      for d in Direction)
-            hi = max(top, self.h)
+            hi = max(max((grid[d][index].start + grid[d][index].values.size) * h for d in Direction), h)
             if not meets(hi):
                 return hi, math.inf
             lo = 0.0
@@ -311,5 +328,14 @@ class BucketLedger:
             return lo, hi
 
         upper = smallest(0)[1]
-        lower = smallest(1)[0]
+        return min(smallest(1)[0], upper), upper
+
+    def epsilon_bounds(self, delta):
+        """``(lower, upper)``: ``upper`` an epsilon whose upper delta was evaluated at most ``delta`` (``inf`` if
+        the mass at ``+inf`` alone exceeds it), ``lower`` one whose lower delta was evaluated above it; the
+        tightest over the grids (a second, finer one where the answer is at the scale of the first's step)."""
+        ends = [self._grid_epsilon(h, delta) for h in self._grids]
+        if self._refine(min(e[1] for e in ends)):
+            ends.append(self._grid_epsilon(self.h, delta))
+        lower, upper = max(e[0] for e in ends), min(e[1] for e in ends)
         return min(lower, upper), upper

@@ -328,6 +328,15 @@ def _log_f_real(a, g, mu, width):
     return complex(value[0]), float(err[0])
 
 
+def _check_work(frequencies, nodes, v_top):
+    if frequencies * nodes > MAX_WORK:
+        raise NumericalError(
+            f"the subsampled Gaussian's characteristic function at {frequencies} frequencies up to {v_top:.4g} "
+            f"needs {nodes} quadrature nodes each (the integrand oscillates that fast where it is large), beyond "
+            f"the work limit {MAX_WORK:.3g}; RDPAccountant answers such ledgers (looser)."
+        )
+
+
 def _log_f_enclosure(a, v, g, mu, width):
     flat = v.reshape(-1)
     out = np.empty(flat.shape, dtype=np.complex128)
@@ -335,11 +344,16 @@ def _log_f_enclosure(a, v, g, mu, width):
     lo, hi, _ = _reference(a, g, mu, width)
     log_left, log_right = _log_tails(a, g, mu, lo, hi)
     keys = _group_keys(flat)
-    for key in np.unique(keys):
+    plans = []
+    for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
         sel = np.flatnonzero(keys == key)
+        v_top = float(np.abs(flat[sel]).max())
+        layout = _layout(a, v_top, g, mu, width)
+        log_c = _nodes(a, g, mu, layout[0], layout[1])[3]
+        _check_work(sel.size, int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top)
+        plans.append((sel, v_top, layout))
+    for sel, v_top, (h, centres, log_quad, log_sups) in plans:
         part = flat[sel]
-        v_top = float(np.abs(part).max())
-        h, centres, log_quad, log_sups = _layout(a, v_top, g, mu, width)
         x, r, log_w, log_c = _nodes(a, g, mu, h, centres)
         peak = float(log_c.max())
         keep = log_c >= peak - _PRUNE
@@ -358,12 +372,6 @@ def _log_f_enclosure(a, v, g, mu, width):
         eps = (WEIGHT_ERROR + (np.abs(x) + 1e-3 + z_abs * r_slope * 1.01) * dx * 1.01
                + 4.0 * _U * (1.0 + 0.5 * x * x + np.abs(log_w) + abs(a) * np.abs(r) + abs(peak) + np.abs(log_c[keep]))
                + z_abs * rho_r + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
-        if part.size * c.size > MAX_WORK:
-            raise NumericalError(
-                f"the subsampled Gaussian's characteristic function at {part.size} frequencies up to {v_top:.4g} "
-                f"needs {c.size} quadrature nodes each (the integrand oscillates that fast where it is large), beyond "
-                f"the work limit {MAX_WORK:.3g}; RDPAccountant answers such ledgers (looser)."
-            )
         sums, shift = _phase_sums(part, r, c)
         # the frequency split of _phase_sums (|e^(i d r) - 1| <= |d r|) and its one extra complex product
         eps = np.expm1(eps + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
