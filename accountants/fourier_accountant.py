@@ -18,6 +18,8 @@ Paths, by ledger:
 * Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms): the all-atom part
   of the law is enumerated exactly and only the rest, whose transform decays like 1/u, is Fourier-inverted
   (:func:`accountants._fourier_atoms.laplace_split`);
+* only purely atomic losses beyond the enumerations (discrete pairs), or a characteristic function that would
+  only be estimated while proven loss buckets exist: the privacy buckets (below);
 * otherwise Fourier inversion of the whole law, per direction (:mod:`accountants._fourier_search`): on the
   contour ``Re s = kappa > 0`` at the Chernoff-optimal (saddle-point) damping, capped at
   ``MAX_DAMPING_CLOSED_FORM`` for closed forms and ``MAX_DAMPING`` where a quadrature's range grows with it, or,
@@ -28,13 +30,17 @@ Characteristic functions are closed forms or proven enclosures (the Poisson-subs
 bound"; a ledger with a characteristic function estimated by quadrature (subsampled Laplace, custom continuous
 pairs) is labelled "estimate" and names that part.
 
-Limits: few runs of a small sampling probability (say q <= 1e-3 and 10-100 steps) give a privacy loss piled up
-near its infimum whose characteristic function decays only like a lognormal's left tail; when the truncation
-cannot be bounded within ``max_terms`` nodes, or the quadrature would exceed its work limit, the request fails at
-once (``AccuracyError`` / ``NumericalError`` naming RDPAccountant). Other ledgers whose losses all have atoms (more than ``MAX_ATOMS`` Laplace atoms, custom discrete pairs,
-no Gaussian) have non-decaying characteristic functions; the truncation error falls like 1/nodes and
-``max_terms = 2**20`` certifies about rtol 1e-5 at best. Such requests raise :class:`AccuracyError` saying what
-was tried; pass a larger ``rtol`` (or ``max_terms``).
+Privacy buckets (:mod:`accountants.privacy_buckets`): few runs of a small sampling probability (say q <= 1e-3
+and 10-100 steps) give a privacy loss piled up near its infimum whose characteristic function decays only like a
+lognormal's left tail, so the truncation cannot be bounded within ``max_terms`` nodes or the quadrature would
+exceed its work limit (both found before any node is evaluated). Where every mechanism has proven loss buckets
+(:meth:`mechanisms.base.Mechanism.loss_buckets`: the Gaussian, its Poisson-subsampled version, two-point atoms,
+discrete pairs) such ledgers, ledgers whose characteristic functions would only be estimated, and ledgers of
+purely atomic losses (discrete pairs, whose transforms do not decay) are answered by composing proven discretised
+loss distributions instead; their interval is set by the grid (the upper end, connect-the-dots, is the tight one),
+not by ``rtol``. Otherwise the request fails with the inversion's error (``AccuracyError`` / ``NumericalError``
+naming RDPAccountant). Ledgers with more than ``MAX_ATOMS`` Laplace atoms and no Gaussian have non-decaying
+characteristic functions; ``max_terms = 2**20`` certifies about rtol 1e-5 at best there: pass a larger ``rtol``.
 """
 
 import functools
@@ -94,7 +100,7 @@ class FourierAccountant:
     Getters ``get_delta`` / ``get_epsilon`` return the upper end of the interval (``delta_bounds`` /
     ``epsilon_bounds`` return all three of lower, estimate and upper). It is a proven upper bound when
     :attr:`certified` (every characteristic function in closed form). For mechanisms whose characteristic
-    function comes from numerical quadrature (Poisson-subsampled ones, continuous pairs) the error rests on that
+    function comes from numerical quadrature (subsampled Laplace, continuous pairs) the error rests on that
     quadrature and is estimated, not proven: reports then say :attr:`~accountants.report.BoundKind.ESTIMATE`
     and which part is estimated, and ``get_delta`` / ``get_epsilon`` warn with
     :class:`~mechanisms.errors.EstimateWarning`. Randomized response and pure DP alone are enumerated exactly;
