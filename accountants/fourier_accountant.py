@@ -306,6 +306,13 @@ class FourierAccountant:
     def _cf_proven(self):
         return all(core.log_mgf_is_proven and core.rdp_is_proven for core, _ in self._cores.values())
 
+    def _buckets_reason(self):
+        if self._discrete():
+            return "purely atomic losses, whose characteristic functions do not decay"
+        if not self._cf_proven():
+            return "this ledger's characteristic functions would only be estimated; its buckets are proven"
+        return "Fourier inversion cannot reach this ledger: its characteristic function decays too slowly"
+
     def _bucketable(self):
         return bool(self._entries) and all(self._cores[m][0].has_loss_buckets for m in self._entries)
 
@@ -606,12 +613,14 @@ class FourierAccountant:
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")
+        if self._atom_lattice() is not None:
+            return ("exact enumeration of the composed two-point privacy losses of each direction (randomized "
+                    "response, pure DP and their Poisson-subsampled pairs, thesis Thm 3.3.5), float64 rounding bounded")
         if self._derived.get("path") == "buckets" or (self._derived.get("path") is None and self._discrete()):
             return ("privacy buckets: the loss distributions discretised on a grid of step "
                     f"{self._buckets().h:g} with proven bucket masses, connect-the-dots for the upper bound and "
                     "rounding down for the lower (Doroshenko et al. 2022; Meiser & Mohammadi 2018), composed by FFT "
-                    "with its error bounded (Fourier inversion cannot reach this ledger: its characteristic function "
-                    "decays too slowly)")
+                    f"with its error bounded ({self._buckets_reason()})")
         if self._laplace_split() is not None:
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
                     f"(thesis Sec 3.4), characteristic functions in closed form, rtol {self._rtol:g}")

@@ -5,8 +5,9 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, privacy_loss
+from mechanisms import _logmath, _validate, loss_buckets, privacy_loss
 from mechanisms.base import Mechanism
+from mechanisms.relations import Direction
 
 __all__ = ["LaplaceMechanism"]
 
@@ -105,6 +106,20 @@ class LaplaceMechanism(Mechanism):
         t, c = self.sensitivity / self.scale, real_part
         log_a = np.logaddexp(c * t, -t * (1.0 + c)) - np.log(2.0)
         return float(log_a + np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))
+
+    has_loss_buckets = True
+    has_subsampled_loss_buckets = True
+    loss_is_discrete = False
+
+    def loss_buckets(self, edges, direction):
+        """Bucket masses of the Laplace loss (two atoms and a uniform-in-log part; both directions alike):
+        :func:`mechanisms.loss_buckets.subsampled_laplace_buckets` at ``q = 1``."""
+        return loss_buckets.subsampled_laplace_buckets(self.sensitivity / self.scale, 1.0, edges, True)
+
+    def subsampled_loss_buckets(self, edges, direction, sampling_probability):
+        """:func:`mechanisms.loss_buckets.subsampled_laplace_buckets` of the Poisson-subsampled pair."""
+        return loss_buckets.subsampled_laplace_buckets(
+            self.sensitivity / self.scale, sampling_probability, edges, direction is Direction.REMOVE)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         return privacy_loss.laplace_output_quadrature(self.sensitivity / self.scale, max_frequency)

@@ -30,7 +30,7 @@ from scipy import special
 
 from mechanisms._logmath import EPS
 
-__all__ = ["LossBuckets", "atom_buckets", "normal_cdf_bounds", "subsampled_gaussian_buckets"]
+__all__ = ["LossBuckets", "atom_buckets", "normal_cdf_bounds", "subsampled_gaussian_buckets", "subsampled_laplace_buckets"]
 
 _U = EPS / 2
 
@@ -182,3 +182,63 @@ def atom_buckets(losses, log_masses, edges, *, loss_error=None, log_mass_error=N
     # [e_(i-1), e_i) of the loss lowered by its error: i = number of edges at or below it
     down = count(np.searchsorted(edges, losses - err, side="right"), np.exp(log_masses - slack)) * lo
     return LossBuckets(p_upper, p_lower, q_upper, q_lower, down)
+
+
+def _exp_interval(x1, x2, scale_exponent):
+    """``exp(scale_exponent) (1 - e^(x1 - x2)) / 2`` (``x1 <= x2``) with its relative rounding bound: the mass
+    of ``[x1, x2]`` under ``Laplace(0, 1)`` (``scale_exponent = -x1``, right of 0) or ``Laplace(t, 1)``
+    (``scale_exponent = x2 - t``, left of t). ``exp`` and ``expm1`` within 1 ulp each, the subtractions within
+    ``u`` of their magnitudes: 8u, plus the exponent's own rounding ``u |scale_exponent|``."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = 0.5 * np.exp(scale_exponent) * -np.expm1(np.minimum(x1 - x2, 0.0))
+        rel = _U * (8.0 + np.abs(scale_exponent) + np.abs(x2 - x1))
+    return np.where(x2 > x1, value, 0.0), rel
+
+
+def subsampled_laplace_buckets(t, q, edges, remove):
+    """:class:`LossBuckets` of the Poisson-subsampled Laplace pair, ``q`` in ``(0, 1]`` (``q = 1``: the Laplace
+    mechanism itself), base pair ``A = Laplace(t, 1)``, ``B = Laplace(0, 1)`` (``t = sensitivity / scale``).
+
+    ``log dA/dB (x) = |x| - |x - t|``: ``-t`` left of 0, ``2x - t`` on ``[0, t]``, ``t`` right of t. Remove
+    direction, ``((1-q) B + q A, B)`` (thesis Thm 3.3.5): the loss ``log(1 - q + q e^(|x| - |x-t|))`` has an atom
+    ``log(1 - q + q e^-t)`` of P-mass ``(1 - q + q e^-t) / 2`` (``x <= 0``), an atom ``log(1 - q + q e^t)`` of
+    P-mass ``e^-t (1 - q + q e^t) / 2`` (``x >= t``) and between them increases with ``x``: ``L <= l`` iff
+    ``x <= x(l) = (z(l) + t) / 2``, ``z(l) = log1p(expm1(l) / q)``; on ``[0, t]`` ``B`` has mass
+    ``(e^-x1 - e^-x2) / 2`` on ``[x1, x2]`` and ``A`` has ``(e^(x2-t) - e^(x1-t)) / 2``. Add direction,
+    ``(B, (1-q) B + q A)``: the negated losses, P-masses ``1/2`` and ``e^-t / 2`` for the atoms, and bucket
+    ``(a, b]`` is ``x`` in ``[x(-b), x(-a))``."""
+    edges = np.asarray(edges, dtype=np.float64)
+    # the atoms: loss, log P-mass, and their rounding (log1p of q expm1(+-t): 2u of y, then 2u of the result)
+    y_lo, y_hi = q * float(np.expm1(-t)), q * float(np.expm1(t))
+    l_lo, l_hi = float(np.log1p(y_lo)), float(np.log1p(y_hi))
+    err = [8.0 * _U * (abs(l) + abs(y) / (1.0 + y) + t + 1.0) for l, y in ((l_lo, y_lo), (l_hi, y_hi))]  # t within u
+    log_half = float(np.log(0.5))
+    if remove:
+        losses, log_p = [l_lo, l_hi], [log_half + l_lo, log_half - t + l_hi]
+    else:
+        losses, log_p = [-l_lo, -l_hi], [log_half, log_half - t]
+    log_err = [e + 4.0 * _U * (abs(lp) + t + 1.0) for e, lp in zip(err, log_p)]
+    atoms = atom_buckets(losses, log_p, edges, loss_error=np.array(err), log_mass_error=np.array(log_err))
+    # the continuous part: thresholds x(l) = (z(l) + t) / 2 clipped to [0, t]
+    z_lo, z_hi = _log_ratio_argument(edges if remove else -edges, q)
+    with np.errstate(invalid="ignore"):
+        x_lo = np.clip((z_lo + t) * 0.5 - 4.0 * _U * (np.abs(np.where(np.isfinite(z_lo), z_lo, 0.0)) + t), 0.0, t)
+        x_hi = np.clip((z_hi + t) * 0.5 + 4.0 * _U * (np.abs(np.where(np.isfinite(z_hi), z_hi, 0.0)) + t), 0.0, t)
+    if remove:  # bucket i: x in (x(e_(i-1)), x(e_i)]
+        left_lo, left_hi = np.concatenate([[0.0], x_lo]), np.concatenate([[0.0], x_hi])
+        right_lo, right_hi = np.concatenate([x_lo, [t]]), np.concatenate([x_hi, [t]])
+    else:  # bucket i: x in [x(-e_i), x(-e_(i-1)))
+        left_lo, left_hi = np.concatenate([x_lo, [0.0]]), np.concatenate([x_hi, [0.0]])
+        right_lo, right_hi = np.concatenate([[t], x_lo]), np.concatenate([[t], x_hi])
+    bounds = {}
+    for name, (x1, x2) in (("hi", (left_lo, right_hi)), ("lo", (left_hi, right_lo))):
+        b_mass, b_rel = _exp_interval(x1, x2, -x1)
+        a_mass, a_rel = _exp_interval(x1, x2, x2 - t)
+        sign = 1.0 if name == "hi" else -1.0
+        b_mass, a_mass = b_mass * (1.0 + sign * b_rel), a_mass * (1.0 + sign * a_rel)
+        mixed = ((1.0 - q) * b_mass + q * a_mass) * (1.0 + sign * 4.0 * _U)
+        bounds[name] = (mixed, b_mass) if remove else (b_mass, mixed)
+    (p_hi, q_hi), (p_lo, q_lo) = bounds["hi"], bounds["lo"]
+    return LossBuckets(atoms.p_upper + p_hi * (1.0 + 2.0 * _U), atoms.p_lower + p_lo * (1.0 - 2.0 * _U),
+                       atoms.q_upper + q_hi * (1.0 + 2.0 * _U), atoms.q_lower + q_lo * (1.0 - 2.0 * _U),
+                       atoms.down + p_lo * (1.0 - 2.0 * _U))

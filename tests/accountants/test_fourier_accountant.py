@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accountants import AccuracyError, Bounds, FourierAccountant, PrivacyReport, RDPAccountant
+from tests.mechanisms._shared import EstimatedLaplace
 from mechanisms import (
     Composed,
     CustomRDPMechanism,
@@ -605,8 +606,12 @@ def test_reports_say_what_they_are():
     assert sub.certified and sub.epsilon_report(1e-5).bound == "upper bound"
     assert "proven enclosures" in sub.epsilon_report(1e-5).method
     laplace = FourierAccountant().compose(PoissonSubsampled(LaplaceMechanism(scale=1.0), 0.1), count=100)
-    assert not laplace.certified and laplace.epsilon_report(1e-5).bound == "estimate"
-    assert "quadrature" in laplace.epsilon_report(1e-5).method
+    assert laplace.certified and laplace.epsilon_report(1e-5).bound == "upper bound"  # its loss buckets
+    assert "privacy buckets" in laplace.epsilon_report(1e-5).method and "only be estimated" in (
+        laplace.epsilon_report(1e-5).method)
+    estimated = FourierAccountant().compose(PoissonSubsampled(EstimatedLaplace(scale=1.0), 0.1), count=100)
+    assert not estimated.certified and estimated.epsilon_report(1e-5).bound == "estimate"
+    assert "quadrature" in estimated.epsilon_report(1e-5).method
 
 
 # --------------------------------------------------------------------------- invalid input

@@ -86,8 +86,10 @@ def test_both_accountants_equal_the_api_and_the_proven_fourier_bound_is_the_head
     assert data["best_upper_bound"]["accountant"] == "Fourier"
     laplace = run_json(capsys, "epsilon", "--mechanism", "laplace", "--scale", "1", "--sampling-probability", "0.1",
                        "--count", "100", "--delta", "1e-5", "--accountant", "both")
-    assert laplace["results"][1]["bound"] == "estimate"  # quadrature: never the headline
-    assert laplace["best_upper_bound"]["accountant"] == "RDP"
+    # the subsampled Laplace is proven through its loss buckets (issue 14): the tighter proven bound leads
+    assert laplace["results"][1]["bound"] == "upper bound"
+    assert laplace["results"][1]["epsilon"] < laplace["results"][0]["epsilon"]
+    assert laplace["best_upper_bound"]["accountant"] == "Fourier"
 
 
 def test_fourier_upper_bound_of_a_closed_form_mechanism_becomes_the_headline(capsys):

@@ -85,3 +85,10 @@ pure_dps = st.builds(PureDPMechanism, epsilon=st.floats(0.0, 10.0))
 zcdps = st.builds(ZCDPMechanism, rho=st.floats(0.0, 2.0))
 base_mechanisms = st.one_of(gaussians, laplaces, randomized_responses, pure_dps, zcdps)
 subsampled = st.builds(PoissonSubsampled, base_mechanisms, sampling_probability=sampling_probabilities)
+
+
+class EstimatedLaplace(LaplaceMechanism):
+    """A Laplace mechanism whose Poisson-subsampled pair has neither loss buckets nor a proven characteristic
+    function: its Fourier reports rest on quadrature alone, an estimate (the label tests need one)."""
+
+    has_subsampled_loss_buckets = False
