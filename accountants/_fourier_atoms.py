@@ -24,7 +24,6 @@ import numpy as np
 
 from accountants.fourier_inversion import MAX_ATOMS, TwoPointLedger
 from mechanisms import privacy_loss
-from mechanisms.laplace import LaplaceMechanism
 
 __all__ = ["LaplaceSplit", "laplace_split", "two_point_lattice", "two_point_log_mgf", "two_point_loss"]
 
@@ -82,9 +81,9 @@ def laplace_split(compiled):
     ``node_log`` / ``sup`` give ``log R`` and a bound on ``|R|`` beyond a frequency. None if not applicable or if
     the atoms exceed ``MAX_ATOMS``."""
     mu2, e_values, counts, others = compiled
-    if mu2 or not others or any(type(m) is not LaplaceMechanism for m, _ in others):
+    if mu2 or not others or any(m.laplace_loss_ratio() is None for m, _ in others):
         return None
-    ts = np.array([m.sensitivity / m.scale for m, _ in others], dtype=np.float64)
+    ts = np.array([m.laplace_loss_ratio() for m, _ in others], dtype=np.float64)
     ns = np.array([n for _, n in others], dtype=np.float64)
     keep = e_values > 0.0
     if float(np.prod(counts[keep] + 1.0) * np.prod(ns + 1.0)) > MAX_ATOMS:

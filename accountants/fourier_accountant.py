@@ -74,7 +74,6 @@ from mechanisms import _logmath, _validate, privacy_loss
 from mechanisms.base import Mechanism
 from mechanisms.composition import composed_delta
 from mechanisms.errors import EstimateWarning, MissingCapabilityError, NumericalError
-from mechanisms.gaussian import GaussianMechanism
 from mechanisms.relations import Direction, NeighboringRelation
 
 __all__ = ["FourierAccountant", "AccuracyError"]
@@ -138,12 +137,21 @@ class FourierAccountant:
         return tuple(self._entries.items())
 
     def supports(self, mechanism):
-        """Dry run: whether ``compose(mechanism)`` would succeed (the mechanism has a dominating pair)."""
+        """Dry run: whether ``compose(mechanism)`` would succeed (the mechanism, or its
+        :meth:`~mechanisms.base.Mechanism.dominating_mechanism`, has a dominating pair)."""
         try:
             self._check(mechanism)
+            self._check(self._core(mechanism)[0])
         except (MissingCapabilityError, TypeError):
             return False
         return True
+
+    @staticmethod
+    def _core(mechanism):
+        """``(core, delta)``: the mechanism is ``delta``-approximately ``core`` (:meth:`Mechanism.approximate`),
+        taken through its dominating mechanism (what this accountant composes in its place)."""
+        core, delta = mechanism.approximate()
+        return core.dominating_mechanism(), delta
 
     @staticmethod
     def _check(mechanism):
@@ -151,7 +159,7 @@ class FourierAccountant:
             raise TypeError(
                 f"`mechanism` of FourierAccountant.compose must be a Mechanism; got {type(mechanism).__name__}."
             )
-        if type(mechanism) is GaussianMechanism or two_point_loss(mechanism) is not None:
+        if mechanism.gaussian_loss_noise_multiplier() is not None or two_point_loss(mechanism) is not None:
             return  # closed forms that always exist
         probe = np.array([0.5, 0.5 + 1.0j])
         for direction in Direction:
@@ -163,7 +171,7 @@ class FourierAccountant:
         if not isinstance(mechanism, Mechanism) or mechanism not in self._entries:
             if not isinstance(mechanism, Mechanism):
                 self._check(mechanism)
-            core, delta = mechanism.approximate()
+            core, delta = self._core(mechanism)
             self._check(core)
             self._cores[mechanism] = (core, float(delta))
         self._entries[mechanism] = self._entries.get(mechanism, 0) + count
@@ -180,8 +188,9 @@ class FourierAccountant:
             for original, n in self._entries.items():
                 m = self._cores[original][0]
                 e = two_point_loss(m)
-                if type(m) is GaussianMechanism:
-                    mu2 += n / m.noise_multiplier**2
+                noise = m.gaussian_loss_noise_multiplier()
+                if noise is not None:
+                    mu2 += n / noise**2
                 elif e is not None:
                     two_point[e] = two_point.get(e, 0) + n
                 else:
@@ -603,6 +612,10 @@ class FourierAccountant:
     def _method(self):
         charged = self.charged_delta
         extra = "" if not charged else f"; plus the charged delta {charged:.6g} of approximate mechanisms"
+        through = sorted({type(m).__name__ for m in self._entries if self._cores[m][0] is not m.approximate()[0]})
+        if through:
+            extra += (f"; {', '.join(through)} composed through the dominating pair of the mechanism it "
+                      "post-processes (Mechanism.dominating_mechanism)")
         return self._core_method() + extra
 
     def _core_method(self):

@@ -30,16 +30,14 @@ def _rdp(entries):
 
 
 def _fourier(entries, rtol):
-    """The Fourier accountant of the entries; subsampled screening enters through its dominating pair, the
-    subsampled Gaussian with sensitivity 1 that it post-processes (mechanisms.noisy_screening)."""
-    from mechanisms.noisy_screening import SubsampledScreening
-
+    """The Fourier accountant of the entries, and whether any entered through its dominating mechanism
+    (subsampled screening: the subsampled Gaussian with sensitivity 1 that it post-processes; the accountant
+    composes it in its place, :meth:`mechanisms.base.Mechanism.dominating_mechanism`)."""
     acc = FourierAccountant(rtol=rtol)
     substituted = False
     for entry in entries:
         mechanism = entry.build()
-        if isinstance(mechanism, SubsampledScreening):
-            mechanism, substituted = mechanism.dominating_gaussian, True
+        substituted |= mechanism.dominating_mechanism() is not mechanism
         acc.compose(mechanism, count=entry.count)
     return acc, substituted
 

@@ -92,6 +92,38 @@ class Mechanism(abc.ABC):
             return None
         return two_point.subsampled_loss_atoms(flip, 1.0)
 
+    # ------------------------------------------------------------------ capabilities (defaults: none)
+    def dominating_mechanism(self):
+        """A mechanism whose dominating pair dominates this one's outputs (this mechanism is its
+        post-processing), for accountants that need a dominating pair this mechanism does not offer itself:
+        the characteristic-function accountant composes it in this one's place. Default: ``self``."""
+        return self
+
+    def gaussian_loss_noise_multiplier(self):
+        """``sigma / sensitivity`` if this mechanism's privacy loss is exactly the Gaussian mechanism's
+        (``L ~ N(mu^2/2, mu^2)``, ``mu = 1 / noise multiplier``, both directions), else None: accountants merge
+        such losses into one (summed ``mu^2``)."""
+        return None
+
+    def laplace_loss_ratio(self):
+        """``t = sensitivity / scale`` if this mechanism's privacy loss is exactly the Laplace mechanism's, else
+        None: accountants enumerate the atoms of such losses exactly."""
+        return None
+
+    def subsampled_rdp_bound(self, orders, sampling_probability):
+        """Proven upper bounds on the RDP of this mechanism's Poisson-subsampled version that the mechanism knows
+        for itself (an array like ``orders``, NaN where it knows none); ``PoissonSubsampled`` takes the smaller
+        of these and its generic bounds. Default: none."""
+        return np.full(np.shape(orders), np.nan)
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        """A dominating pair on an output space with quadrature nodes (``privacy_loss.OutputQuadrature``), for
+        the Poisson-subsampled characteristic function by quadrature; mechanisms with such a pair override."""
+        raise MissingCapabilityError(
+            f"PoissonSubsampled needs a dominating pair of its base on an output space; "
+            f"{type(self).__name__} does not provide one."
+        )
+
     @property
     def has_loss_buckets(self):
         """Whether :meth:`loss_buckets` gives proven bucket masses (default: when the loss has two-point atoms,

@@ -5,7 +5,7 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_gaussian_cf
+from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_gaussian_cf, subsampled_rdp
 from mechanisms.base import Mechanism
 from mechanisms.relations import Direction
 
@@ -110,6 +110,21 @@ class GaussianMechanism(Mechanism):
         pair): ``delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``, ``mu = 1 / noise_multiplier``;
         :func:`analytic_gaussian_delta_bounds`."""
         return analytic_gaussian_delta_bounds(1.0 / self.noise_multiplier, epsilon)
+
+    def gaussian_loss_noise_multiplier(self):
+        return self.noise_multiplier
+
+    def subsampled_rdp_bound(self, orders, sampling_probability):
+        """The exact series of Mironov, Talwar & Zhang 2019 at non-integer orders up to
+        ``subsampled_rdp.EXACT_MAX_ORDER`` (:func:`mechanisms.subsampled_rdp.gaussian_fractional_rdp`); NaN at
+        the others (``PoissonSubsampled`` has its own bounds there)."""
+        orders = np.asarray(orders, dtype=np.float64)
+        values = np.full(orders.shape, np.nan)
+        series = np.isfinite(orders) & (orders != np.round(orders)) & (orders <= subsampled_rdp.EXACT_MAX_ORDER)
+        if series.any():
+            values[series] = subsampled_rdp.gaussian_fractional_rdp(
+                orders[series], sampling_probability, self.noise_multiplier)
+        return values
 
     has_loss_buckets = True
     has_subsampled_loss_buckets = True

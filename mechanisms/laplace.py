@@ -107,6 +107,9 @@ class LaplaceMechanism(Mechanism):
         log_a = np.logaddexp(c * t, -t * (1.0 + c)) - np.log(2.0)
         return float(log_a + np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))
 
+    def laplace_loss_ratio(self):
+        return self.sensitivity / self.scale
+
     has_loss_buckets = True
     has_subsampled_loss_buckets = True
     loss_is_discrete = False

@@ -388,6 +388,19 @@ class NoisyScreening(Mechanism):
         ell0, e0 = _log_cdf_ratio(first, second, self.threshold, self.sigma, -1.0)
         return (log_q, log_1mq, ell1, ell0), (_log_error(log_q), _log_error(log_1mq), e1, e0)
 
+    def dominating_mechanism(self):
+        """The Gaussian mechanism on the plurality count (sensitivity 1, the same sigma): screening compares its
+        output with the threshold, a post-processing, so that pair dominates (for the characteristic-function
+        accountant)."""
+        return GaussianMechanism(sigma=self.sigma, sensitivity=1.0)
+
+    def subsampled_rdp_bound(self, orders, sampling_probability):
+        """:class:`SubsampledScreening`'s proven bounds (joint quasi-convexity over the Bernoulli pairs, and the
+        subsampled Gaussian it post-processes): what ``PoissonSubsampled(screening, q)`` takes in place of thesis
+        Thm 2.3.1's general bound wherever they are smaller."""
+        orders = np.asarray(orders, dtype=np.float64)
+        return SubsampledScreening(screening=self, sampling_probability=sampling_probability)._rdp(orders)
+
     def rdp_by_plurality(self, orders):
         """Per-pair curves: array ``(len(orders), 2 * (k - min_plurality))`` (pairs ``(t, t+1)``, then
         ``(t+1, t)``, in increasing ``t``), before the maximum and the rounding; for plots and tests."""
@@ -524,16 +537,16 @@ class SubsampledScreening(Mechanism):
       same sigma (thesis Thm 2.3.4 with Prop 2.3.6; Mironov, Talwar & Zhang 2019 for real orders): screening is
       post-processing of the Gaussian mechanism on the plurality count, whose sensitivity is 1, and Renyi
       divergences do not grow under post-processing;
-    * ``general``: thesis Thm 2.3.1 (any mechanism) on :class:`NoisyScreening`'s curve,
-      ``PoissonSubsampled(screening, q)`` (used because ``satisfies_pearson_vajda`` is False).
+    * ``general``: thesis Thm 2.3.1 (any mechanism) on :class:`NoisyScreening`'s curve
+      (``subsampled_rdp.general_bound``; ``satisfies_pearson_vajda`` is False).
 
     Each is an upper bound at every order, so their minimum is one. ``general`` is never below ``pairwise``:
     Thm 2.3.1 applied to the two-point mechanism of one Bernoulli pair (both orders, whose curve is at most the
     screening curve) bounds exactly that pair's two subsampled divergences, and the bound grows with the
     curve; so :meth:`_rdp` evaluates only ``pairwise`` and ``gaussian`` (the tests check the inequality), and
     ``general`` stays available as a property. Notes: the subsampled Gaussian pair is also a
-    dominating pair of subsampled screening (post-processing), usable by the characteristic-function
-    accountant: compose :attr:`dominating_gaussian` there (this class itself offers no characteristic function).
+    dominating pair of subsampled screening (post-processing), which the characteristic-function accountant
+    composes in this one's place (:meth:`dominating_mechanism`; this class offers no characteristic function).
     """
 
     screening: NoisyScreening
@@ -552,7 +565,9 @@ class SubsampledScreening(Mechanism):
 
     @property
     def general(self):
-        """``PoissonSubsampled(screening)``: thesis Thm 2.3.1 on the screening curve."""
+        """``PoissonSubsampled(screening)``. Since the screening declares this class's bounds as its own
+        subsampled bound (:meth:`NoisyScreening.subsampled_rdp_bound`), its curve equals this one; thesis Thm
+        2.3.1 alone is ``subsampled_rdp.general_bound(orders, q, screening.rdp)``."""
         return PoissonSubsampled(self.screening, sampling_probability=self.sampling_probability)
 
     @property
@@ -562,6 +577,10 @@ class SubsampledScreening(Mechanism):
             GaussianMechanism(sigma=self.screening.sigma, sensitivity=1.0),
             sampling_probability=self.sampling_probability,
         )
+
+    def dominating_mechanism(self):
+        """:attr:`dominating_gaussian` (this mechanism is its post-processing)."""
+        return self.dominating_gaussian
 
     def pairwise_rdp(self, orders):
         """The joint-quasi-convexity bound (first item above), rounded up; any real orders > 1 and inf."""

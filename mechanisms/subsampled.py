@@ -8,7 +8,6 @@ import numpy as np
 from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
 from mechanisms.base import Mechanism
 from mechanisms.errors import MissingCapabilityError, NumericalError
-from mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["PoissonSubsampled"]
 
@@ -148,6 +147,17 @@ class PoissonSubsampled(Mechanism):
             return None
         return two_point.subsampled_loss_atoms(flip, self.sampling_probability)
 
+    def dominating_mechanism(self):
+        """The subsample of the base's dominating mechanism (subsampling commutes with post-processing)."""
+        base = self.mechanism.dominating_mechanism()
+        return self if base is self.mechanism else PoissonSubsampled(base, sampling_probability=self.sampling_probability)
+
+    def gaussian_loss_noise_multiplier(self):
+        return self.mechanism.gaussian_loss_noise_multiplier() if self.sampling_probability == 1.0 else None
+
+    def laplace_loss_ratio(self):
+        return self.mechanism.laplace_loss_ratio() if self.sampling_probability == 1.0 else None
+
     @property
     def has_loss_buckets(self):
         q = self.sampling_probability
@@ -226,19 +236,15 @@ class PoissonSubsampled(Mechanism):
         if frac.any():
             out[frac] = self._fractional_rdp(orders[frac])
         # Subsampling is never worse than the base (joint quasi-convexity of the Renyi divergence), nor worse
-        # than the subsampled pure-DP bound (D_alpha <= D_inf).
-        return np.minimum(np.minimum(out, pure), self.mechanism.rdp(orders))
+        # than the subsampled pure-DP bound (D_alpha <= D_inf), nor than a bound the base knows for itself.
+        own = np.asarray(self.mechanism.subsampled_rdp_bound(orders, q), dtype=np.float64)
+        return np.fmin(np.minimum(np.minimum(out, pure), self.mechanism.rdp(orders)), own)
 
     def _fractional_rdp(self, orders):
         """The exact series for a Gaussian base (each order with its own truncation, so a value does not depend
         on the other orders asked for); the chord between integer orders (always valid) otherwise, and where
         the value is so small that the series' float64 slack matters."""
-        values = np.full(orders.shape, np.nan)
-        if isinstance(self.mechanism, GaussianMechanism):
-            series = orders <= subsampled_rdp.EXACT_MAX_ORDER
-            values[series] = subsampled_rdp.gaussian_fractional_rdp(
-                orders[series], self.sampling_probability, self.mechanism.noise_multiplier
-            )
+        values = np.asarray(self.mechanism.subsampled_rdp_bound(orders, self.sampling_probability), dtype=np.float64)
         # The chord where there is no series value, or where the series' float64 slack (about 1e-14 in
         # log A) is not small against the value itself.
         chord = np.isnan(values) | ((orders - 1.0) * values < 1e-9)
@@ -248,17 +254,11 @@ class PoissonSubsampled(Mechanism):
 
     # ------------------------------------------------------------------ characteristic functions
     def _quadrature(self, s):
-        getter = getattr(self.mechanism, "_output_quadrature", None)
-        if getter is None:
-            raise MissingCapabilityError(
-                f"PoissonSubsampled needs a dominating pair of its base on an output space; "
-                f"{type(self.mechanism).__name__} does not provide one."
-            )
         s = np.asarray(s, dtype=np.complex128)
         max_frequency = float(np.abs(s.imag).max(initial=0.0))
         z_real = 1.0 + s.real
         tilt = (min(0.0, float(z_real.min(initial=0.0))), max(0.0, float(z_real.max(initial=0.0))))
-        return getter(max_frequency, tilt, self.sampling_probability)
+        return self.mechanism._output_quadrature(max_frequency, tilt, self.sampling_probability)
 
     def _log_mgf(self, s):
         """Remove pair ``((1-g) B + g A, B)`` of thesis Thm 3.3.5: ``log M(s) = log E_B[e^((1+s) r)]`` with

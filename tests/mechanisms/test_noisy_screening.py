@@ -167,16 +167,32 @@ def test_pearson_vajda_term_of_a_bernoulli_pair_can_be_negative():
     assert p < q < 0.5 and oracle.pearson_vajda_term(3, p, q) < 0  # P: plurality 100, Q: 101
 
 
-def test_poisson_subsampled_screening_uses_the_general_bound():
+def test_poisson_subsampled_screening_is_subsampled_screening():
+    # The base knows a better proven subsampled bound than thesis Thm 2.3.1's general one
+    # (Mechanism.subsampled_rdp_bound): PoissonSubsampled takes it, so both spellings give the same curve.
     m = NoisyScreening(k=300, threshold=210, sigma=85.0, num_classes=10)
     assert m.satisfies_pearson_vajda is False
     sub = PoissonSubsampled(m, sampling_probability=0.25)
-    orders = np.array([2.0, 3.0, 8.0, 20.0])
-    assert_allclose(sub.rdp(orders), np.minimum(subsampled_rdp.general_bound(orders, 0.25, m.rdp), m.rdp(orders)),
-                    rtol=1e-14)
+    orders = np.array([1.5, 2.0, 3.0, 8.0, 20.0, np.inf])
+    assert_allclose(sub.rdp(orders), subsampled_screening(m, 0.25).rdp(orders), rtol=1e-14)
+    general = np.minimum(subsampled_rdp.general_bound(orders[1:5], 0.25, m.rdp), m.rdp(orders[1:5]))
+    assert np.all(sub.rdp(orders[1:5]) <= general) and np.any(sub.rdp(orders[1:5]) < 0.5 * general)
     # and the general bound is strictly above the (unproven here) tight formula at orders >= 3
-    general = subsampled_rdp.general_bound(orders[1:], 0.25, m.rdp)
-    assert np.all(general > subsampled_rdp.tight_bound(orders[1:], 0.25, m.rdp))
+    general = subsampled_rdp.general_bound(orders[2:5], 0.25, m.rdp)
+    assert np.all(general > subsampled_rdp.tight_bound(orders[2:5], 0.25, m.rdp))
+
+
+def test_both_spellings_of_subsampled_screening_account_alike():
+    # Private-kNN's Figure 5 setting: PoissonSubsampled(NoisyScreening) used to give 3.93 against 0.848
+    m = NoisyScreening(k=300, threshold=210, sigma=85.0, num_classes=10)
+    plain = RDPAccountant().compose(PoissonSubsampled(m, sampling_probability=0.25), count=1000).get_epsilon(1e-5)
+    named = RDPAccountant().compose(subsampled_screening(m, 0.25), count=1000).get_epsilon(1e-5)
+    assert plain == named
+    # the Fourier accountant composes both through the subsampled Gaussian they post-process, and says so
+    fourier = FourierAccountant().compose(PoissonSubsampled(m, sampling_probability=0.25), count=1000)
+    report = fourier.epsilon_report(1e-5)
+    gaussian = FourierAccountant().compose(subsampled_screening(m, 0.25).dominating_gaussian, count=1000)
+    assert report.epsilon == gaussian.get_epsilon(1e-5) and "dominating pair" in report.method
 
 
 def test_general_bound_matches_mpmath_formula():
@@ -184,7 +200,9 @@ def test_general_bound_matches_mpmath_formula():
     sub = PoissonSubsampled(m, sampling_probability=0.3)
     for order in (2, 3, 6):
         ref = oracle.general_formula(order, 0.3, lambda l: (l - 1) * oracle.screening_rdp(float(l), 20, 12, 1.5, 7))
-        assert float(sub.rdp(float(order))) == pytest.approx(min(float(ref), float(m.rdp(float(order)))), rel=1e-9)
+        general = float(subsampled_rdp.general_bound(np.array([float(order)]), 0.3, m.rdp)[0])
+        assert general == pytest.approx(float(ref), rel=1e-9)
+        assert float(sub.rdp(float(order))) <= min(general, float(m.rdp(float(order)))) * (1 + 1e-12)
 
 
 @pytest.mark.parametrize(
@@ -254,8 +272,11 @@ def test_figure5_setting_proven_bound_no_larger_than_subsampled_gaussian_or_gene
     ours = RDPAccountant().compose(subsampled_screening(s, 0.25), count=8192).get_epsilon(1e-5)
     gauss = RDPAccountant().compose(subsampled_screening(s, 0.25).dominating_gaussian, count=8192).get_epsilon(1e-5)
     assert ours <= gauss
-    general = RDPAccountant().compose(PoissonSubsampled(s, sampling_probability=0.25), count=8192).get_epsilon(1e-5)
-    assert ours < general
+    general = RDPAccountant().compose(subsampled_screening(s, 0.25).general, count=8192)
+    # .general is PoissonSubsampled(s), which now takes the screening's own bound: equal, both below Thm 2.3.1's
+    assert ours == general.get_epsilon(1e-5)
+    thm_2_3_1 = np.minimum(subsampled_rdp.general_bound(np.arange(2.0, 65.0), 0.25, s.rdp), s.rdp(np.arange(2.0, 65.0)))
+    assert np.all(subsampled_screening(s, 0.25).rdp(np.arange(2.0, 65.0)) <= thm_2_3_1)
 
 
 # ----------------------------------------------------------------------------------- data-dependent
