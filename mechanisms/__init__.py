@@ -25,10 +25,12 @@ from mechanisms.noisy_screening import (
     SubsampledScreening,
     subsampled_screening,
 )
-from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
+from mechanisms.non_private import NonPrivateMechanism
+from mechanisms.randomized_response import KaryRandomizedResponse, PureDPMechanism, RandomizedResponse
+from mechanisms.rdp_curve import RDPCurveMechanism, from_rdp_curve
 from mechanisms.relations import Direction, NeighboringRelation
 from mechanisms.subsampled import PoissonSubsampled
-from mechanisms.zcdp import CustomRDPMechanism, ZCDPMechanism
+from mechanisms.zcdp import ApproximateZCDPCurve, CustomRDPMechanism, ZCDPMechanism
 
 __all__ = [
     "Mechanism",
@@ -43,6 +45,11 @@ __all__ = [
     "DiscretePairMechanism",
     "ContinuousPairMechanism",
     "CharacteristicFunctionMechanism",
+    "KaryRandomizedResponse",
+    "NonPrivateMechanism",
+    "RDPCurveMechanism",
+    "from_rdp_curve",
+    "ApproximateZCDPCurve",
     "PoissonSubsampled",
     "SelfComposed",
     "Composed",

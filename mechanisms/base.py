@@ -92,6 +92,13 @@ class Mechanism(abc.ABC):
             return None
         return two_point.subsampled_loss_atoms(flip, 1.0)
 
+    @property
+    def children(self):
+        """The mechanisms a combinator is built from (``PoissonSubsampled``: its base; ``SelfComposed``: the
+        repeated one; ``Composed``: its parts; subsampled or data-dependent screening: the screening); ``()``
+        for a mechanism that is not a combinator."""
+        return ()
+
     # ------------------------------------------------------------------ capabilities (defaults: none)
     def dominating_mechanism(self):
         """A mechanism whose dominating pair dominates this one's outputs (this mechanism is its

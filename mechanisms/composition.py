@@ -30,6 +30,10 @@ class SelfComposed(Mechanism):
     mechanism: Mechanism
     count: int
 
+    @property
+    def children(self):
+        return (self.mechanism,)
+
     def __post_init__(self):
         if not isinstance(self.mechanism, Mechanism):
             raise TypeError(f"`mechanism` of SelfComposed must be a Mechanism; got {type(self.mechanism).__name__}.")
@@ -81,6 +85,10 @@ class Composed(Mechanism):
     """
 
     mechanisms: tuple
+
+    @property
+    def children(self):
+        return tuple(self.mechanisms)
 
     def __post_init__(self):
         try:

@@ -471,6 +471,10 @@ class DataDependentScreening:
     screening: NoisyScreening
     votes: tuple
 
+    @property
+    def children(self):
+        return (self.screening,)
+
     def __post_init__(self):
         owner = "DataDependentScreening"
         if not isinstance(self.screening, NoisyScreening):
@@ -551,6 +555,10 @@ class SubsampledScreening(Mechanism):
 
     screening: NoisyScreening
     sampling_probability: float
+
+    @property
+    def children(self):
+        return (self.screening,)
 
     def __post_init__(self):
         if not isinstance(self.screening, NoisyScreening):

@@ -1,14 +1,16 @@
 """Binary randomized response and the pure-DP mechanism it dominates (Mironov 2017, Prop 5)."""
 
 import dataclasses
+import math
 
 import numpy as np
 
 from mechanisms import _validate, privacy_loss, two_point
 from mechanisms.base import Mechanism
+from mechanisms.custom_pairs import DiscretePairMechanism
 from mechanisms.errors import MissingCapabilityError
 
-__all__ = ["RandomizedResponse", "PureDPMechanism"]
+__all__ = ["RandomizedResponse", "PureDPMechanism", "KaryRandomizedResponse"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -104,3 +106,62 @@ class PureDPMechanism(Mechanism):
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         return privacy_loss.bernoulli_output_quadrature(self.epsilon)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KaryRandomizedResponse(Mechanism):
+    """k-ary randomized response as dp_accounting defines it: with probability ``1 - noise_parameter`` report
+    the true bucket, otherwise a bucket drawn uniformly from ``num_buckets``.
+
+    With ``a = 1 - p + p/k`` and ``b = p/k`` two inputs give the pair ``P = (a, b, b, ..., b)``,
+    ``Q = (b, a, b, ..., b)``; merging the ``k - 2`` outcomes where they agree (a sufficient statistic) leaves
+    the three-point pair ``(a, b, (k-2) b)`` vs ``(b, a, (k-2) b)``, whose exact RDP (both directions) and
+    characteristic function :class:`~mechanisms.DiscretePairMechanism` computes. This is the replace-one pair of
+    dp_accounting (``_randomized_response_rdp_replace_one``); it also bounds a record replaced by a special
+    record whose output is uniform, by joint quasi-convexity of the Renyi divergence (uniform is the mixture of
+    the outputs of all inputs).
+
+    Examples
+    --------
+    >>> m = KaryRandomizedResponse(noise_parameter=0.5, num_buckets=4)
+    >>> round(float(m.rdp(float("inf"))), 12)  # log(a / b) = log(0.625 / 0.125) = log 5
+    1.609437912434
+    """
+
+    noise_parameter: float
+    num_buckets: int
+
+    def __post_init__(self):
+        owner = "KaryRandomizedResponse"
+        p = _validate.probability(self.noise_parameter, "noise_parameter", owner)
+        object.__setattr__(self, "noise_parameter", p)
+        object.__setattr__(self, "num_buckets", _validate.positive_int(self.num_buckets, "num_buckets", owner))
+
+    def _pair(self):
+        p, k = self.noise_parameter, self.num_buckets
+        if k == 1 or p == 1.0:
+            return None  # the output does not depend on the input
+        if p == 0.0:
+            raise MissingCapabilityError("KaryRandomizedResponse with noise_parameter 0 releases its input.")
+        log_b = math.log(p) - math.log(k)
+        log_a = math.log1p(-p + p / k)
+        if k == 2:
+            return DiscretePairMechanism([log_a, log_b], [log_b, log_a], name="binary randomized response")
+        log_rest = math.log(k - 2) + log_b
+        return DiscretePairMechanism([log_a, log_b, log_rest], [log_b, log_a, log_rest], name="k-ary RR")
+
+    def _rdp(self, orders):
+        if self.noise_parameter == 0.0 and self.num_buckets > 1:
+            return np.full(orders.shape, np.inf)
+        pair = self._pair()
+        return np.zeros(orders.shape) if pair is None else pair.rdp(orders)
+
+    def _log_mgf(self, s):
+        pair = self._pair()
+        return np.zeros(np.shape(s), dtype=np.complex128) if pair is None else pair._log_mgf(s)
+
+    def _output_quadrature(self, max_frequency, tilt, gamma=None):
+        pair = self._pair()
+        if pair is None:
+            return PureDPMechanism(epsilon=0.0)._output_quadrature(max_frequency, tilt, gamma)
+        return pair._output_quadrature(max_frequency, tilt, gamma)

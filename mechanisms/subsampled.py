@@ -7,7 +7,7 @@ import numpy as np
 
 from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
 from mechanisms.base import Mechanism
-from mechanisms.errors import MissingCapabilityError, NumericalError
+from mechanisms.errors import NumericalError
 
 __all__ = ["PoissonSubsampled"]
 
@@ -146,6 +146,10 @@ class PoissonSubsampled(Mechanism):
         if flip is None or flip == 0:
             return None
         return two_point.subsampled_loss_atoms(flip, self.sampling_probability)
+
+    @property
+    def children(self):
+        return (self.mechanism,)
 
     def dominating_mechanism(self):
         """The subsample of the base's dominating mechanism (subsampling commutes with post-processing)."""

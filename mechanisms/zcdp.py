@@ -9,7 +9,7 @@ from mechanisms import _logmath, _validate
 from mechanisms.base import Mechanism
 from mechanisms.errors import NumericalError
 
-__all__ = ["ZCDPMechanism", "CustomRDPMechanism"]
+__all__ = ["ZCDPMechanism", "CustomRDPMechanism", "ApproximateZCDPCurve"]
 
 
 _EXACT_KINDS = (np.float16, np.float32, np.float64, np.bool_)
@@ -127,3 +127,18 @@ class CustomRDPMechanism(Mechanism):
                 f"{out[out < 0][0]}; RDP is non-negative."
             )
         return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApproximateZCDPCurve:
+    """``eps(alpha) = xi + rho * alpha``: the RDP curve of (xi, rho)-zCDP (Bun & Steinke 2016, Def 1.2), as a
+    vectorised function for :class:`~mechanisms.CustomRDPMechanism` (``inf`` at order inf unless rho = 0)."""
+
+    rho: float
+    xi: float
+
+    def __call__(self, orders):
+        a = np.asarray(orders, dtype=np.float64)
+        if self.rho == 0.0:
+            return np.full(a.shape, self.xi)
+        return np.where(np.isinf(a), np.inf, self.xi + self.rho * a)

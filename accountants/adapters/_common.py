@@ -29,15 +29,11 @@ def make_accountant(method, options):
 
 
 def contains(mechanism, cls):
-    """Whether ``mechanism`` or any mechanism nested in it (through ``mechanism`` / ``mechanisms``) is a ``cls``."""
+    """Whether ``mechanism`` or any mechanism nested in it (:attr:`~mechanisms.base.Mechanism.children`) is a
+    ``cls``."""
     if isinstance(mechanism, cls):
         return True
-    if not isinstance(mechanism, Mechanism):
-        return False
-    inner = getattr(mechanism, "mechanism", None)
-    if inner is not None and not isinstance(inner, (list, tuple)) and contains(inner, cls):
-        return True
-    return any(contains(m, cls) for m in getattr(mechanism, "mechanisms", ()) or ())
+    return isinstance(mechanism, Mechanism) and any(contains(m, cls) for m in mechanism.children)
 
 
 def epsilon_report(accountant, delta):

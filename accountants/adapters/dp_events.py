@@ -8,7 +8,6 @@ refused with :class:`UnsupportedTranslationError` naming the event and where it 
 dp_accounting is imported only when these functions run (``pip install dp-accounting``).
 """
 
-import dataclasses
 import functools
 import math
 
@@ -16,15 +15,15 @@ import numpy as np
 
 from accountants.adapters._peers import require
 from mechanisms import _validate
-from mechanisms.base import Mechanism
 from mechanisms.composition import Composed, SelfComposed
-from mechanisms.custom_pairs import DiscretePairMechanism
-from mechanisms.errors import DPLedgerError, MissingCapabilityError
+from mechanisms.errors import DPLedgerError
 from mechanisms.gaussian import GaussianMechanism
 from mechanisms.laplace import LaplaceMechanism
 from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
 from mechanisms.subsampled import PoissonSubsampled
-from mechanisms.zcdp import CustomRDPMechanism, ZCDPMechanism
+from mechanisms.non_private import NonPrivateMechanism
+from mechanisms.randomized_response import KaryRandomizedResponse
+from mechanisms.zcdp import ApproximateZCDPCurve, CustomRDPMechanism, ZCDPMechanism
 
 __all__ = [
     "from_dp_event",
@@ -38,97 +37,6 @@ __all__ = [
 
 class UnsupportedTranslationError(DPLedgerError):
     """A DpEvent (or mechanism) has no sound translation to the other library; the message says why."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class NonPrivateMechanism(Mechanism):
-    """A release with no privacy guarantee (dp_accounting's ``NonPrivateDpEvent``): RDP ``+inf`` at every order.
-
-    Examples
-    --------
-    >>> NonPrivateMechanism().rdp([2.0, float("inf")]).tolist()
-    [inf, inf]
-    """
-
-    def _rdp(self, orders):
-        return np.full(orders.shape, np.inf)
-
-    def _log_mgf(self, s):
-        raise MissingCapabilityError("NonPrivateMechanism has no privacy guarantee: its privacy loss is infinite.")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class KaryRandomizedResponse(Mechanism):
-    """k-ary randomized response as dp_accounting defines it: with probability ``1 - noise_parameter`` report
-    the true bucket, otherwise a bucket drawn uniformly from ``num_buckets``.
-
-    With ``a = 1 - p + p/k`` and ``b = p/k`` two inputs give the pair ``P = (a, b, b, ..., b)``,
-    ``Q = (b, a, b, ..., b)``; merging the ``k - 2`` outcomes where they agree (a sufficient statistic) leaves
-    the three-point pair ``(a, b, (k-2) b)`` vs ``(b, a, (k-2) b)``, whose exact RDP (both directions) and
-    characteristic function :class:`~mechanisms.DiscretePairMechanism` computes. This is the replace-one pair of
-    dp_accounting (``_randomized_response_rdp_replace_one``); it also bounds a record replaced by a special
-    record whose output is uniform, by joint quasi-convexity of the Renyi divergence (uniform is the mixture of
-    the outputs of all inputs).
-
-    Examples
-    --------
-    >>> m = KaryRandomizedResponse(noise_parameter=0.5, num_buckets=4)
-    >>> round(float(m.rdp(float("inf"))), 12)  # log(a / b) = log(0.625 / 0.125) = log 5
-    1.609437912434
-    """
-
-    noise_parameter: float
-    num_buckets: int
-
-    def __post_init__(self):
-        owner = "KaryRandomizedResponse"
-        p = _validate.probability(self.noise_parameter, "noise_parameter", owner)
-        object.__setattr__(self, "noise_parameter", p)
-        object.__setattr__(self, "num_buckets", _validate.positive_int(self.num_buckets, "num_buckets", owner))
-
-    def _pair(self):
-        p, k = self.noise_parameter, self.num_buckets
-        if k == 1 or p == 1.0:
-            return None  # the output does not depend on the input
-        if p == 0.0:
-            raise MissingCapabilityError("KaryRandomizedResponse with noise_parameter 0 releases its input.")
-        log_b = math.log(p) - math.log(k)
-        log_a = math.log1p(-p + p / k)
-        if k == 2:
-            return DiscretePairMechanism([log_a, log_b], [log_b, log_a], name="binary randomized response")
-        log_rest = math.log(k - 2) + log_b
-        return DiscretePairMechanism([log_a, log_b, log_rest], [log_b, log_a, log_rest], name="k-ary RR")
-
-    def _rdp(self, orders):
-        if self.noise_parameter == 0.0 and self.num_buckets > 1:
-            return np.full(orders.shape, np.inf)
-        pair = self._pair()
-        return np.zeros(orders.shape) if pair is None else pair.rdp(orders)
-
-    def _log_mgf(self, s):
-        pair = self._pair()
-        return np.zeros(np.shape(s), dtype=np.complex128) if pair is None else pair._log_mgf(s)
-
-    def _output_quadrature(self, max_frequency, tilt, gamma=None):
-        pair = self._pair()
-        if pair is None:
-            return PureDPMechanism(epsilon=0.0)._output_quadrature(max_frequency, tilt, gamma)
-        return pair._output_quadrature(max_frequency, tilt, gamma)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ApproximateZCDPCurve:
-    """``eps(alpha) = xi + rho * alpha``: the RDP curve of (xi, rho)-zCDP (Bun & Steinke 2016, Def 1.2), as a
-    vectorised function for :class:`~mechanisms.CustomRDPMechanism` (``inf`` at order inf unless rho = 0)."""
-
-    rho: float
-    xi: float
-
-    def __call__(self, orders):
-        a = np.asarray(orders, dtype=np.float64)
-        if self.rho == 0.0:
-            return np.full(a.shape, self.xi)
-        return np.where(np.isinf(a), np.inf, self.xi + self.rho * a)
 
 
 _NO_LOSS = PureDPMechanism(epsilon=0.0)

@@ -15,8 +15,10 @@ from mechanisms import (
     DiscretePairMechanism,
     CustomRDPMechanism,
     GaussianMechanism,
+    KaryRandomizedResponse,
     LaplaceMechanism,
     Mechanism,
+    NonPrivateMechanism,
     NoisyArgmax,
     NoisyScreening,
     TauClippedVotes,
@@ -27,6 +29,7 @@ from mechanisms import (
     RandomizedResponse,
     SelfComposed,
     ZCDPMechanism,
+    from_rdp_curve,
 )
 from mechanisms.relations import Direction
 
@@ -66,6 +69,9 @@ TABLE = {
     "noisy-argmax": NoisyArgmax(sigma=4.0),
     "sub-noisy-argmax": PoissonSubsampled(NoisyArgmax(sigma=4.0), sampling_probability=0.2),
     "tau-clipped-votes": TauClippedVotes(sigma=10.0, tau=2.0),
+    "kary-rr": KaryRandomizedResponse(noise_parameter=0.5, num_buckets=4),
+    "non-private": NonPrivateMechanism(),
+    "rdp-curve": from_rdp_curve([2.0, 4.0, 8.0, 16.0, 32.0, np.inf], [0.1, 0.2, 0.4, 0.8, 1.6, 5.0], name="a curve"),
 }
 # Orders stop at 1000: see the note on nested subsampling below.
 ORDERS = np.array([[1.01, 1.5, 2.0, 2.5], [3.0, 12.75, 64.0, np.inf], [100.0, 255.5, 512.0, 1000.0]])
@@ -194,3 +200,31 @@ def test_log_mgf_is_a_named_capability_and_never_exceeds_the_rdp_bound(m, direct
     name = next(k for k, v in TABLE.items() if v is m)
     if name in EXACT_RDP:
         assert_allclose(np.real(log_m), bound, rtol=1e-10, atol=1e-15)
+
+
+@params
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+def test_loss_buckets_are_a_declared_capability_and_bracket_a_probability(m, direction):
+    # has_loss_buckets says whether loss_buckets answers; where it does, the masses are ordered and each total
+    # brackets 1 (a probability law, rounded outward), and the rounded-down masses never exceed the upper ones.
+    edges = np.arange(-40, 41) * 2.0**-3
+    if not m.has_loss_buckets:
+        with pytest.raises(MissingCapabilityError):
+            m.loss_buckets(edges, direction)
+        return
+    b = m.loss_buckets(edges, direction)
+    for field in b:
+        assert field.shape == (edges.size + 1,) and not np.isnan(field).any() and np.all(field >= 0)
+    assert np.all(b.p_lower <= b.p_upper) and np.all(b.q_lower <= b.q_upper)
+    assert b.p_lower.sum() <= 1.0 + 1e-12 <= b.p_upper.sum() + 2e-12 and b.p_upper.sum() <= 2.0
+    assert b.down.sum() <= 1.0 + 1e-12 and b.q_lower.sum() <= 1.0 + 1e-12
+
+
+def test_combinators_name_their_children():
+    base = GaussianMechanism(sigma=2.0)
+    screening = NoisyScreening(k=30, threshold=21.0, sigma=8.0, num_classes=10)
+    assert PoissonSubsampled(base, sampling_probability=0.1).children == (base,)
+    assert SelfComposed(base, count=3).children == (base,)
+    assert Composed([base, LaplaceMechanism(scale=1.0)]).children == (base, LaplaceMechanism(scale=1.0))
+    assert subsampled_screening(screening, 0.25).children == (screening,)
+    assert base.children == () and NonPrivateMechanism().children == ()
