@@ -83,26 +83,60 @@ _BLOCK_ENTRIES = 1 << 21
 MAX_WORK = 1 << 31
 
 
+#: The 20-point Gauss-Legendre rule, each node and weight the exact value correctly rounded to float64 (computed
+#: by Newton on ``P_n`` at 40 digits, ``P_n' = n (x P_n - P_(n-1)) / (x^2 - 1)``, weights
+#: ``2 / ((1 - x^2) P_n'(x)^2)``; tests/mechanisms/test_subsampled_gaussian_cf.py recomputes them in mpmath).
+#: numpy's own leggauss weights are off by up to 7e-14 relative, so they are not used.
+_GL_NODES = (
+    float.fromhex('-0x1.fc7b5a0c71ce0p-1'),
+    float.fromhex('-0x1.ed8dba7bd769fp-1'),
+    float.fromhex('-0x1.d31064173fd92p-1'),
+    float.fromhex('-0x1.ada0bd5efd6e7p-1'),
+    float.fromhex('-0x1.7e1f37346a54ep-1'),
+    float.fromhex('-0x1.45a8d3fa710dbp-1'),
+    float.fromhex('-0x1.05905c13f7ff7p-1'),
+    float.fromhex('-0x1.7eaccf15652c4p-2'),
+    float.fromhex('-0x1.d281636928bc0p-3'),
+    float.fromhex('-0x1.3973df98b86b0p-4'),
+    float.fromhex('0x1.3973df98b86b0p-4'),
+    float.fromhex('0x1.d281636928bc0p-3'),
+    float.fromhex('0x1.7eaccf15652c4p-2'),
+    float.fromhex('0x1.05905c13f7ff7p-1'),
+    float.fromhex('0x1.45a8d3fa710dbp-1'),
+    float.fromhex('0x1.7e1f37346a54ep-1'),
+    float.fromhex('0x1.ada0bd5efd6e7p-1'),
+    float.fromhex('0x1.d31064173fd92p-1'),
+    float.fromhex('0x1.ed8dba7bd769fp-1'),
+    float.fromhex('0x1.fc7b5a0c71ce0p-1'),
+)
+_GL_WEIGHTS = (
+    float.fromhex('0x1.209680274e8afp-6'),
+    float.fromhex('0x1.4c9b5ea53b67fp-5'),
+    float.fromhex('0x1.00b467df7e475p-4'),
+    float.fromhex('0x1.5519fe196e24ap-4'),
+    float.fromhex('0x1.a1817a317a821p-4'),
+    float.fromhex('0x1.e41ff31573b48p-4'),
+    float.fromhex('0x1.0db2c5db26dffp-3'),
+    float.fromhex('0x1.230348f34a535p-3'),
+    float.fromhex('0x1.31819b52c5992p-3'),
+    float.fromhex('0x1.38d6c490a3370p-3'),
+    float.fromhex('0x1.38d6c490a3370p-3'),
+    float.fromhex('0x1.31819b52c5992p-3'),
+    float.fromhex('0x1.230348f34a535p-3'),
+    float.fromhex('0x1.0db2c5db26dffp-3'),
+    float.fromhex('0x1.e41ff31573b48p-4'),
+    float.fromhex('0x1.a1817a317a821p-4'),
+    float.fromhex('0x1.5519fe196e24ap-4'),
+    float.fromhex('0x1.00b467df7e475p-4'),
+    float.fromhex('0x1.4c9b5ea53b67fp-5'),
+    float.fromhex('0x1.209680274e8afp-6'),
+)
+
+
 @functools.lru_cache(maxsize=1)
 def _rule():
-    """The 20-point Gauss-Legendre rule, each node and weight the exact value rounded to nearest float64: Newton
-    on ``P_n`` at 40 digits from numpy's nodes (``P_n' = n (x P_n - P_(n-1)) / (x^2 - 1)``), weights
-    ``2 / ((1 - x^2) P_n'(x)^2)``. (numpy's own weights are off by up to 7e-14 relative.)"""
-    import mpmath
-
-    n = _N_NODES
-    start, _ = np.polynomial.legendre.leggauss(n)
-    nodes, weights = np.empty(n), np.empty(n)
-    with mpmath.workdps(40):
-        for i, x0 in enumerate(start):
-            x = mpmath.mpf(float(x0))
-            for _ in range(6):
-                p, p_prev = mpmath.legendre(n, x), mpmath.legendre(n - 1, x)
-                dp = n * (x * p - p_prev) / (x * x - 1)
-                x -= p / dp
-            p, p_prev = mpmath.legendre(n, x), mpmath.legendre(n - 1, x)
-            dp = n * (x * p - p_prev) / (x * x - 1)
-            nodes[i], weights[i] = float(x), float(2 / ((1 - x * x) * dp * dp))
+    """The 20-point Gauss-Legendre rule as read-only arrays (:data:`_GL_NODES`, :data:`_GL_WEIGHTS`)."""
+    nodes, weights = np.array(_GL_NODES), np.array(_GL_WEIGHTS)
     nodes.setflags(write=False)
     weights.setflags(write=False)
     return nodes, weights

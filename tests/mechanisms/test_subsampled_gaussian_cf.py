@@ -128,3 +128,22 @@ def test_subsampled_gaussian_reports_are_upper_bounds_through_the_enclosure(monk
     plain = FourierAccountant().compose(PoissonSubsampled(Uncertified(sigma=1.5), 0.05), count=20)
     assert plain.bound_kind is BoundKind.ESTIMATE
     assert "estimated part: PoissonSubsampled" in plain.epsilon_report(1e-5).method
+
+
+def test_the_embedded_gauss_legendre_rule_is_the_exact_rule_correctly_rounded():
+    """Newton on P_20 at 40 digits from numpy's nodes; every embedded node and weight must be the nearest float."""
+    import mpmath
+
+    n = 20
+    nodes, weights = cf._rule()
+    start, _ = np.polynomial.legendre.leggauss(n)
+    with mpmath.workdps(40):
+        for i, x0 in enumerate(start):
+            x = mpmath.mpf(float(x0))
+            for _ in range(8):
+                p, p_prev = mpmath.legendre(n, x), mpmath.legendre(n - 1, x)
+                x -= p / (n * (x * p - p_prev) / (x * x - 1))
+            p, p_prev = mpmath.legendre(n, x), mpmath.legendre(n - 1, x)
+            dp = n * (x * p - p_prev) / (x * x - 1)
+            assert nodes[i] == float(x) and weights[i] == float(2 / ((1 - x * x) * dp * dp))
+    assert not nodes.flags.writeable and not weights.flags.writeable
