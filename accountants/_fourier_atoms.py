@@ -22,8 +22,8 @@ import typing
 
 import numpy as np
 
-from accountants.fourier_inversion import MAX_ATOMS, TwoPointLedger
-from mechanisms import privacy_loss
+from dpledger.accountants.fourier_inversion import MAX_ATOMS, TwoPointLedger
+from dpledger.mechanisms import privacy_loss
 
 __all__ = ["LaplaceSplit", "laplace_split", "two_point_lattice", "two_point_log_mgf", "two_point_loss"]
 

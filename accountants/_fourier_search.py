@@ -29,8 +29,8 @@ returned once the lower delta just below it is certified.
 
 import numpy as np
 
-from accountants.conversions import minimize_over_orders
-from accountants.fourier_inversion import (
+from dpledger.accountants.conversions import minimize_over_orders
+from dpledger.accountants.fourier_inversion import (
     Bounds,
     TruncationLimit,
     chernoff_log_delta,
@@ -39,7 +39,7 @@ from accountants.fourier_inversion import (
     log_chernoff_constant,
     make_plan,
 )
-from mechanisms.errors import DPLedgerError
+from dpledger.mechanisms.errors import DPLedgerError
 
 __all__ = [
     "AccuracyError",
@@ -65,7 +65,7 @@ class AccuracyError(DPLedgerError):
 
     # Public home: accountants.fourier_accountant (and accountants), which re-export it; keeps its repr and
     # pickles as they were before the searches moved here.
-    __module__ = "accountants.fourier_accountant"
+    __module__ = "dpledger.accountants.fourier_accountant"
 
 
 def _brentq(*args, **kwargs):

@@ -16,15 +16,15 @@ import warnings
 
 import numpy as np
 
-from accountants._fourier_search import AccuracyError
-from accountants.individual_conversions import gdp_budget, gdp_log_delta
-from accountants.rdp_accountant import RDPAccountant
-from mechanisms import _validate
-from mechanisms.base import Mechanism
-from mechanisms.errors import EstimateWarning, NumericalError, SearchRangeError
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.laplace import LaplaceMechanism
-from mechanisms.subsampled import PoissonSubsampled
+from dpledger.accountants._fourier_search import AccuracyError
+from dpledger.accountants.individual_conversions import gdp_budget, gdp_log_delta
+from dpledger.accountants.rdp_accountant import RDPAccountant
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.errors import EstimateWarning, NumericalError, SearchRangeError
+from dpledger.mechanisms.gaussian import GaussianMechanism
+from dpledger.mechanisms.laplace import LaplaceMechanism
+from dpledger.mechanisms.subsampled import PoissonSubsampled
 
 __all__ = ["calibrate", "calibrate_gaussian_sigma", "calibrate_laplace_scale"]
 

@@ -43,7 +43,7 @@ import enum
 
 import numpy as np
 
-from mechanisms import _logmath
+from dpledger.mechanisms import _logmath
 
 __all__ = [
     "Conversion",

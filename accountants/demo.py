@@ -8,10 +8,10 @@ e.g. the subsampled Laplace; the subsampled Gaussian's is a proven enclosure).
 import argparse
 import sys
 
-from accountants.calibration import calibrate_gaussian_sigma
-from accountants.fourier_accountant import FourierAccountant
-from accountants.rdp_accountant import RDPAccountant
-from mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.accountants.calibration import calibrate_gaussian_sigma
+from dpledger.accountants.fourier_accountant import FourierAccountant
+from dpledger.accountants.rdp_accountant import RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
 
 
 def main(argv=None):

@@ -49,8 +49,8 @@ import warnings
 
 import numpy as np
 
-from accountants._fourier_atoms import laplace_split, two_point_lattice, two_point_log_mgf, two_point_loss
-from accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITCH) are re-exported from here
+from dpledger.accountants._fourier_atoms import laplace_split, two_point_lattice, two_point_log_mgf, two_point_loss
+from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITCH) are re-exported from here
     COMPLEMENT_SWITCH,  # noqa: F401
     AccuracyError,
     max_delta_bounds,
@@ -58,7 +58,7 @@ from accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITC
     split_delta_bounds,
     split_epsilon_bounds,
 )
-from accountants.fourier_inversion import (
+from dpledger.accountants.fourier_inversion import (
     MAX_ATOMS,
     MAX_DAMPING,
     MAX_DAMPING_CLOSED_FORM,
@@ -68,13 +68,13 @@ from accountants.fourier_inversion import (
     TwoPointLedger,
     log_chernoff_constant,
 )
-from accountants.privacy_buckets import BucketLedger
-from accountants.report import BoundKind, PrivacyReport
-from mechanisms import _logmath, _validate, privacy_loss
-from mechanisms.base import Mechanism
-from mechanisms.composition import composed_delta
-from mechanisms.errors import EstimateWarning, MissingCapabilityError, NumericalError
-from mechanisms.relations import Direction, NeighboringRelation
+from dpledger.accountants.privacy_buckets import BucketLedger
+from dpledger.accountants.report import BoundKind, PrivacyReport
+from dpledger.mechanisms import _logmath, _validate, privacy_loss
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.composition import composed_delta
+from dpledger.mechanisms.errors import EstimateWarning, MissingCapabilityError, NumericalError
+from dpledger.mechanisms.relations import Direction, NeighboringRelation
 
 __all__ = ["FourierAccountant", "AccuracyError"]
 
@@ -114,7 +114,7 @@ class FourierAccountant:
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpledger.mechanisms import GaussianMechanism
     >>> fa = FourierAccountant().compose(GaussianMechanism(sigma=30.0), count=240)
     >>> round(fa.get_epsilon(1e-10), 6)
     3.207781

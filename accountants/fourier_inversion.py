@@ -33,7 +33,7 @@ import dataclasses
 import numpy as np
 from scipy import special
 
-from accountants.conversions import minimize_over_orders
+from dpledger.accountants.conversions import minimize_over_orders
 
 __all__ = [
     "Bounds",

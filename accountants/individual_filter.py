@@ -55,10 +55,10 @@ import numbers
 
 import numpy as np
 
-from accountants import individual_conversions as ic
-from accountants.report import PrivacyReport
-from mechanisms import _validate
-from mechanisms.relations import NeighboringRelation
+from dpledger.accountants import individual_conversions as ic
+from dpledger.accountants.report import PrivacyReport
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.relations import NeighboringRelation
 
 __all__ = ["IndividualRenyiFilter", "budget_for", "RTOL"]
 

@@ -42,8 +42,8 @@ import math
 
 import numpy as np
 
-from mechanisms._logmath import EPS
-from mechanisms.relations import Direction
+from dpledger.mechanisms._logmath import EPS
+from dpledger.mechanisms.relations import Direction
 
 __all__ = ["BucketLedger", "MAX_POINTS", "TAIL"]
 

@@ -2,14 +2,14 @@
 
 import numpy as np
 
-from accountants import conversions
-from accountants.conversions import Conversion
-from accountants.report import BoundKind, PrivacyReport
-from mechanisms import _logmath, _validate
-from mechanisms.base import Mechanism
-from mechanisms.composition import composed_delta
-from mechanisms.noisy_screening import DataDependentScreening
-from mechanisms.relations import NeighboringRelation
+from dpledger.accountants import conversions
+from dpledger.accountants.conversions import Conversion
+from dpledger.accountants.report import BoundKind, PrivacyReport
+from dpledger.mechanisms import _logmath, _validate
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.composition import composed_delta
+from dpledger.mechanisms.noisy_screening import DataDependentScreening
+from dpledger.mechanisms.relations import NeighboringRelation
 
 __all__ = ["RDPAccountant", "DEFAULT_ORDERS"]
 
@@ -56,7 +56,7 @@ class RDPAccountant:
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism, PoissonSubsampled
+    >>> from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
     >>> acc = RDPAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=1.1), sampling_probability=0.01),
     ...                               count=10_000)
     >>> round(acc.get_epsilon(delta=1e-5), 2)

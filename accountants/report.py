@@ -4,7 +4,7 @@ import dataclasses
 import enum
 from typing import Optional
 
-from mechanisms.relations import NeighboringRelation
+from dpledger.mechanisms.relations import NeighboringRelation
 
 __all__ = ["BoundKind", "PrivacyReport"]
 

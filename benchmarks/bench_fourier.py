@@ -43,9 +43,9 @@ from _common import (  # noqa: E402
     time_call,
 )
 
-from accountants import RDPAccountant  # noqa: E402
-from accountants.fourier_accountant import FourierAccountant  # noqa: E402
-from mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse  # noqa: E402
+from dpledger.accountants import RDPAccountant  # noqa: E402
+from dpledger.accountants.fourier_accountant import FourierAccountant  # noqa: E402
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse  # noqa: E402
 
 __all__ = ["run"]
 

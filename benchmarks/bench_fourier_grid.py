@@ -27,8 +27,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from _common import machine_description, markdown_table, optional_import  # noqa: E402
 
-from accountants import FourierAccountant, RDPAccountant  # noqa: E402
-from mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+from dpledger.accountants import FourierAccountant, RDPAccountant  # noqa: E402
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
 
 DELTA = 1e-5
 QS = (1e-4, 1e-3, 0.01, 0.1, 0.5)

@@ -44,12 +44,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from _common import load_average, markdown_table  # noqa: E402
 from bench_ind_knn_speed import write_section  # noqa: E402
 
-from accountants.calibration import calibrate  # noqa: E402
-from mechanisms.noisy_aggregation import NoisyArgmax  # noqa: E402
-from mechanisms.subsampled import PoissonSubsampled  # noqa: E402
-from predict import datasets  # noqa: E402
-from predict.ind_knn import IndKNNClassifier  # noqa: E402
-from predict.private_knn import PrivateKNNClassifier  # noqa: E402
+from dpledger.accountants.calibration import calibrate  # noqa: E402
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax  # noqa: E402
+from dpledger.mechanisms.subsampled import PoissonSubsampled  # noqa: E402
+from dpledger.predict import datasets  # noqa: E402
+from dpledger.predict.ind_knn import IndKNNClassifier  # noqa: E402
+from dpledger.predict.private_knn import PrivateKNNClassifier  # noqa: E402
 
 DELTA = 1e-5
 EPSILONS = (0.5, 1.0, 2.0)

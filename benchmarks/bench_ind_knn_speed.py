@@ -38,8 +38,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from _common import load_average, markdown_table  # noqa: E402
 from published_style_ind_knn import published_style_predict  # noqa: E402
 
-from predict.ind_knn import IndKNNClassifier  # noqa: E402
-from predict.neighbours import ExactSearch  # noqa: E402
+from dpledger.predict.ind_knn import IndKNNClassifier  # noqa: E402
+from dpledger.predict.neighbours import ExactSearch  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "ind_knn.md"
 

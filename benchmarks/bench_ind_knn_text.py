@@ -51,8 +51,8 @@ from _common import load_average  # noqa: E402
 from bench_ind_knn_accuracy import DELTA, EPSILONS, evaluate, ind_knn, kernel_vote, knn_majority  # noqa: E402
 from bench_ind_knn_accuracy import pknn_sigma, private_knn, result_tables  # noqa: E402
 
-from predict import text_data  # noqa: E402
-from predict.datasets import DataUnavailableError  # noqa: E402
+from dpledger.predict import text_data  # noqa: E402
+from dpledger.predict.datasets import DataUnavailableError  # noqa: E402
 
 RESULTS = HERE / "results" / "ind_knn_text.md"
 SIGMA2S = (0.1, 0.2, 0.4, 0.7, 1.3, 2.5)

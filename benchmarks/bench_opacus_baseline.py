@@ -35,7 +35,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from _common import load_average, machine_description, markdown_table  # noqa: E402
 
-from predict import datasets  # noqa: E402
+from dpledger.predict import datasets  # noqa: E402
 
 DELTA = 1e-5
 EPSILONS = (0.5, 1.0, 2.0)
@@ -142,7 +142,7 @@ def main(argv=None):
     from opacus.accountants import RDPAccountant as OpacusRDP
     from opacus.accountants.utils import get_noise_multiplier
 
-    from accountants.adapters import register_opacus_accountants
+    from dpledger.accountants.adapters import register_opacus_accountants
 
     torch.set_num_threads(1)  # on a shared 2-core machine two intra-op threads contend badly (10x slower)
     register_opacus_accountants()

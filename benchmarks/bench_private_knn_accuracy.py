@@ -37,9 +37,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from _common import load_average, machine_description, markdown_table  # noqa: E402
 
-from predict import datasets  # noqa: E402
-from predict._common import ABSTAIN  # noqa: E402
-from predict.private_knn import PrivateKNNClassifier  # noqa: E402
+from dpledger.predict import datasets  # noqa: E402
+from dpledger.predict._common import ABSTAIN  # noqa: E402
+from dpledger.predict.private_knn import PrivateKNNClassifier  # noqa: E402
 
 DELTA = 1e-5
 SCALES = (4.0, 2.0, 1.5, 1.0, 0.75, 0.5)

@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import load_average, markdown_table, optional_import  # noqa: E402
 
-from accountants import FourierAccountant, RDPAccountant  # noqa: E402
-from mechanisms import GaussianMechanism, PoissonSubsampled, subsampled_rdp  # noqa: E402
-from mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes  # noqa: E402
-from mechanisms.noisy_screening import NoisyScreening, subsampled_screening  # noqa: E402
+from dpledger.accountants import FourierAccountant, RDPAccountant  # noqa: E402
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, subsampled_rdp  # noqa: E402
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes  # noqa: E402
+from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "private_knn_figures.md"
 INTEGER_ORDERS = np.arange(2.0, 1025.0)

@@ -31,8 +31,8 @@ from _common import (  # noqa: E402
     time_call,
 )
 
-from accountants import RDPAccountant, calibrate_gaussian_sigma  # noqa: E402
-from mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+from dpledger.accountants import RDPAccountant, calibrate_gaussian_sigma  # noqa: E402
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
 
 __all__ = ["run"]
 

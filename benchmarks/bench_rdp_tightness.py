@@ -39,8 +39,8 @@ from _common import (  # noqa: E402
     render_sections,
 )
 
-from accountants import RDPAccountant  # noqa: E402
-from mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+from dpledger.accountants import RDPAccountant  # noqa: E402
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
 
 __all__ = ["SETTINGS", "Setting", "run"]
 

@@ -9,12 +9,12 @@ import json
 
 import numpy as np
 
-from accountants import FourierAccountant, RDPAccountant
-from accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
+from dpledger.accountants import FourierAccountant, RDPAccountant
+from dpledger.accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
 from dpledger import _format
 from dpledger.ledger_spec import Entry, SpecError, entries_from_json
-from mechanisms import Composed, SelfComposed
-from mechanisms.errors import DPLedgerError, MissingCapabilityError
+from dpledger.mechanisms import Composed, SelfComposed
+from dpledger.mechanisms.errors import DPLedgerError, MissingCapabilityError
 
 __all__ = ["ACCOUNTANTS", "epsilon_result", "delta_result", "calibrate_result", "format_privacy", "format_calibration"]
 

@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from dpledger.ledger_spec import COMMON, KINDS, SpecError, flag
-from mechanisms.errors import DPLedgerError
+from dpledger.mechanisms.errors import DPLedgerError
 
 __all__ = ["main", "build_parser"]
 

@@ -7,7 +7,7 @@ kernels scale the rows yourself (the built-in data sets have rows of unit L2 nor
 
 Examples
 --------
->>> arrays = Arrays.from_split(__import__("predict.datasets", fromlist=["load"]).load("digits"))
+>>> arrays = Arrays.from_split(__import__("dpledger.predict.datasets", fromlist=["load"]).load("digits"))
 >>> arrays.n_private, arrays.n_queries, arrays.num_classes
 (1000, 500, 10)
 """
@@ -55,7 +55,7 @@ class Arrays:
 
 def load_builtin(name, *, features="pixels", random_state=0):
     """A :mod:`predict.datasets` data set (raises its ``DataUnavailableError`` with an install hint)."""
-    from predict import datasets
+    from dpledger.predict import datasets
 
     return Arrays.from_split(datasets.load(name, features=features, random_state=random_state))
 

@@ -67,7 +67,7 @@ def choose_tau(X_public, n_private, *, per_sqrt_n=_SELECTED_PER_SQRT_N):
 
 
 def _load(name, random_state, max_queries):
-    from predict import datasets
+    from dpledger.predict import datasets
 
     split = datasets.load(name, features=FEATURES[name], random_state=random_state)
     arrays = Arrays.from_split(split).first(max_queries)
@@ -80,7 +80,7 @@ def _strip(result):
 
 def run(args, *, out):
     """Run the demo (arguments from ``dpledger demo``); returns the exit code."""
-    from predict import datasets
+    from dpledger.predict import datasets
 
     start = time.perf_counter()
     names = list(args.data) if args.data else ["digits"] + [n for n in ("fashion-mnist",) if datasets.available(n)]

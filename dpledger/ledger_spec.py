@@ -29,7 +29,7 @@ import json
 import math
 import numbers
 
-from mechanisms import (
+from dpledger.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     PoissonSubsampled,
@@ -37,8 +37,8 @@ from mechanisms import (
     RandomizedResponse,
     ZCDPMechanism,
 )
-from mechanisms.noisy_aggregation import NoisyArgmax
-from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
+from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 
 __all__ = ["Kind", "KINDS", "Entry", "SpecError", "entries_from_items", "entries_from_json", "COMMON"]
 

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from accountants.calibration import calibrate
+from dpledger.accountants.calibration import calibrate
 
 __all__ = ["METHODS", "run", "run_ind_knn", "run_private_knn", "run_knn", "private_knn_noise", "PRIVATE_KNN_RATIO"]
 
@@ -66,7 +66,7 @@ def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, ker
     records are stored only with ``keep_records``.
     """
     from dpledger import state_file
-    from predict.ind_knn import IndKNNClassifier
+    from dpledger.predict.ind_knn import IndKNNClassifier
 
     start = time.perf_counter()
     fingerprint = state_file.fingerprint(arrays.X_private, arrays.y_private) if state_path is not None else None
@@ -79,7 +79,7 @@ def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, ker
                 raise ValueError(f"--state {state_path} holds budgets for epsilon = {state['params']['epsilon']!r}; "
                                  f"got --epsilon {epsilon!r} (a budget cannot be changed once spending started).")
             if state["X"] is None:  # records not stored: the data given now, prepared as the search holds them
-                from predict.neighbours import prepare_points
+                from dpledger.predict.neighbours import prepare_points
 
                 state["X"] = prepare_points(arrays.X_private, state["params"]["kernel"], owner="--state")
                 state["y"] = np.asarray(arrays.y_private, dtype=np.int64)
@@ -134,9 +134,9 @@ def private_knn_noise(*, epsilon, delta, n_queries, k, sampling_probability, thr
     the histogram to ``k`` votes) and, in the worst case, one Poisson-subsampled ``NoisyArgmax`` on a fresh
     subsample (Private-kNN Sec 3). The classifier's own ``privacy_report`` remains the reported guarantee.
     """
-    from mechanisms import Composed, PoissonSubsampled, SelfComposed
-    from mechanisms.noisy_aggregation import NoisyArgmax
-    from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+    from dpledger.mechanisms import Composed, PoissonSubsampled, SelfComposed
+    from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
+    from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 
     def family(sigma_vote):
         vote = PoissonSubsampled(NoisyArgmax(sigma=sigma_vote), sampling_probability=sampling_probability)
@@ -161,7 +161,7 @@ def run_private_knn(arrays, *, delta, epsilon=None, sigma_vote=None, sigma_scree
     from 10,000 private records (the paper's regime; on small sets the screen's noise makes it a coin flip that
     costs budget) -- fixed rules that look at the size of the private set only.
     """
-    from predict.private_knn import PrivateKNNClassifier
+    from dpledger.predict.private_knn import PrivateKNNClassifier
 
     if (epsilon is None) == (sigma_vote is None):
         raise ValueError("Private-kNN needs exactly one of --epsilon (calibrate the noise) and --sigma-vote.")

@@ -4,11 +4,11 @@ Every mechanism has ``rdp(orders)``: a float64 Renyi-DP upper bound under the ad
 vectorised over real orders in (1, inf] (inf meaning pure DP), ``+inf`` where no bound exists.
 """
 
-from mechanisms import subsampled_rdp
-from mechanisms.base import Mechanism
-from mechanisms.composition import Composed, SelfComposed
-from mechanisms.custom_pairs import CharacteristicFunctionMechanism, ContinuousPairMechanism, DiscretePairMechanism
-from mechanisms.errors import (
+from dpledger.mechanisms import subsampled_rdp
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.composition import Composed, SelfComposed
+from dpledger.mechanisms.custom_pairs import CharacteristicFunctionMechanism, ContinuousPairMechanism, DiscretePairMechanism
+from dpledger.mechanisms.errors import (
     DPLedgerError,
     DPLedgerWarning,
     EstimateWarning,
@@ -16,21 +16,21 @@ from mechanisms.errors import (
     NumericalError,
     SearchRangeError,
 )
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.laplace import LaplaceMechanism
-from mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes, tau_clip
-from mechanisms.noisy_screening import (
+from dpledger.mechanisms.gaussian import GaussianMechanism
+from dpledger.mechanisms.laplace import LaplaceMechanism
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes, tau_clip
+from dpledger.mechanisms.noisy_screening import (
     DataDependentScreening,
     NoisyScreening,
     SubsampledScreening,
     subsampled_screening,
 )
-from mechanisms.non_private import NonPrivateMechanism
-from mechanisms.randomized_response import KaryRandomizedResponse, PureDPMechanism, RandomizedResponse
-from mechanisms.rdp_curve import RDPCurveMechanism, from_rdp_curve
-from mechanisms.relations import Direction, NeighboringRelation
-from mechanisms.subsampled import PoissonSubsampled
-from mechanisms.zcdp import ApproximateZCDPCurve, CustomRDPMechanism, ZCDPMechanism
+from dpledger.mechanisms.non_private import NonPrivateMechanism
+from dpledger.mechanisms.randomized_response import KaryRandomizedResponse, PureDPMechanism, RandomizedResponse
+from dpledger.mechanisms.rdp_curve import RDPCurveMechanism, from_rdp_curve
+from dpledger.mechanisms.relations import Direction, NeighboringRelation
+from dpledger.mechanisms.subsampled import PoissonSubsampled
+from dpledger.mechanisms.zcdp import ApproximateZCDPCurve, CustomRDPMechanism, ZCDPMechanism
 
 __all__ = [
     "Mechanism",

@@ -4,9 +4,9 @@ import abc
 
 import numpy as np
 
-from mechanisms import _validate, loss_buckets, two_point
-from mechanisms.errors import MissingCapabilityError, NumericalError
-from mechanisms.relations import Direction
+from dpledger.mechanisms import _validate, loss_buckets, two_point
+from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
+from dpledger.mechanisms.relations import Direction
 
 __all__ = ["Mechanism"]
 

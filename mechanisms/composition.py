@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from mechanisms import _logmath, _validate
-from mechanisms.base import Mechanism
+from dpledger.mechanisms import _logmath, _validate
+from dpledger.mechanisms.base import Mechanism
 
 __all__ = ["SelfComposed", "Composed"]
 
@@ -22,7 +22,7 @@ class SelfComposed(Mechanism):
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpledger.mechanisms import GaussianMechanism
     >>> float(SelfComposed(GaussianMechanism(sigma=1.0), count=4).rdp(2.0))
     4.0
     """
@@ -78,7 +78,7 @@ class Composed(Mechanism):
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism, LaplaceMechanism
+    >>> from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism
     >>> m = Composed([GaussianMechanism(sigma=1.0), LaplaceMechanism(scale=1.0)])
     >>> float(m.rdp(float("inf")))
     inf

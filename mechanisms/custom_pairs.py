@@ -25,10 +25,10 @@ from typing import Callable
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, loss_buckets, privacy_loss
-from mechanisms.base import Mechanism
-from mechanisms.relations import Direction
-from mechanisms.errors import MissingCapabilityError, NumericalError
+from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.relations import Direction
+from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
 
 __all__ = ["DiscretePairMechanism", "ContinuousPairMechanism", "CharacteristicFunctionMechanism"]
 

@@ -5,9 +5,9 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_gaussian_cf, subsampled_rdp
-from mechanisms.base import Mechanism
-from mechanisms.relations import Direction
+from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_gaussian_cf, subsampled_rdp
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.relations import Direction
 
 __all__ = ["GaussianMechanism", "analytic_gaussian_delta_bounds"]
 

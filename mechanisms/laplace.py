@@ -5,9 +5,9 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, loss_buckets, privacy_loss
-from mechanisms.base import Mechanism
-from mechanisms.relations import Direction
+from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.relations import Direction
 
 __all__ = ["LaplaceMechanism"]
 

@@ -28,7 +28,7 @@ import typing
 import numpy as np
 from scipy import special
 
-from mechanisms._logmath import EPS
+from dpledger.mechanisms._logmath import EPS
 
 __all__ = ["LossBuckets", "atom_buckets", "normal_cdf_bounds", "subsampled_gaussian_buckets", "subsampled_laplace_buckets"]
 

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from mechanisms import _validate
-from mechanisms.gaussian import GaussianMechanism
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["NoisyArgmax", "TauClippedVotes", "tau_clip"]
 
@@ -43,7 +43,7 @@ class NoisyArgmax(GaussianMechanism):
     --------
     >>> round(float(NoisyArgmax(sigma=20.0).rdp(2.0)), 12)  # 2 / 20^2
     0.005
-    >>> from mechanisms import PoissonSubsampled
+    >>> from dpledger.mechanisms import PoissonSubsampled
     >>> m = PoissonSubsampled(NoisyArgmax(sigma=20.0), sampling_probability=0.2)
     >>> bool(m.rdp(2.0) < NoisyArgmax(sigma=20.0).rdp(2.0))
     True

@@ -36,10 +36,10 @@ import math
 import numpy as np
 from scipy import special
 
-from mechanisms import _logmath, _validate
-from mechanisms.base import Mechanism
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.subsampled import PoissonSubsampled
+from dpledger.mechanisms import _logmath, _validate
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.gaussian import GaussianMechanism
+from dpledger.mechanisms.subsampled import PoissonSubsampled
 
 __all__ = ["NoisyScreening", "DataDependentScreening", "SubsampledScreening", "subsampled_screening"]
 

@@ -4,8 +4,8 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms.base import Mechanism
-from mechanisms.errors import MissingCapabilityError
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.errors import MissingCapabilityError
 
 __all__ = ["NonPrivateMechanism"]
 

@@ -30,7 +30,7 @@ import functools
 import numpy as np
 from scipy import special
 
-from mechanisms.errors import NumericalError
+from dpledger.mechanisms.errors import NumericalError
 
 __all__ = [
     "gaussian_log_mgf",

@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 
-from mechanisms import _validate, privacy_loss, two_point
-from mechanisms.base import Mechanism
-from mechanisms.custom_pairs import DiscretePairMechanism
-from mechanisms.errors import MissingCapabilityError
+from dpledger.mechanisms import _validate, privacy_loss, two_point
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.custom_pairs import DiscretePairMechanism
+from dpledger.mechanisms.errors import MissingCapabilityError
 
 __all__ = ["RandomizedResponse", "PureDPMechanism", "KaryRandomizedResponse"]
 

@@ -10,8 +10,8 @@ import dataclasses
 
 import numpy as np
 
-from mechanisms import _validate
-from mechanisms.base import Mechanism
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.base import Mechanism
 
 __all__ = ["RDPCurveMechanism", "from_rdp_curve"]
 
@@ -151,7 +151,7 @@ def from_rdp_curve(orders, rdp, *, name="rdp curve"):
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpledger.mechanisms import GaussianMechanism
     >>> grid = [1.5, 2.0, 3.0, 4.0, 8.0, 16.0, 32.0, 64.0]
     >>> m = from_rdp_curve(grid, GaussianMechanism(sigma=2.0).rdp(grid))
     >>> float(m.rdp(8.0)), float(m.rdp(6.0)) >= float(GaussianMechanism(sigma=2.0).rdp(6.0))

@@ -5,9 +5,9 @@ import fractions
 
 import numpy as np
 
-from mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
-from mechanisms.base import Mechanism
-from mechanisms.errors import NumericalError
+from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.errors import NumericalError
 
 __all__ = ["PoissonSubsampled"]
 
@@ -41,7 +41,7 @@ class PoissonSubsampled(Mechanism):
 
     Examples
     --------
-    >>> from mechanisms import GaussianMechanism
+    >>> from dpledger.mechanisms import GaussianMechanism
     >>> m = PoissonSubsampled(GaussianMechanism(sigma=1.0), sampling_probability=1.0)
     >>> float(m.rdp(2.0))
     1.0
@@ -97,7 +97,7 @@ class PoissonSubsampled(Mechanism):
 
         with ``g = e^epsilon``; ``H(B || A)`` is the base's add direction. Both factors are rounded outward.
         """
-        from mechanisms.relations import Direction
+        from dpledger.mechanisms.relations import Direction
 
         q = self.sampling_probability
         epsilon = _validate.nonnegative(epsilon, "epsilon", "PoissonSubsampled.delta_bounds_one_run")
@@ -320,7 +320,7 @@ class PoissonSubsampled(Mechanism):
         ``s > 0``, ``s eps(1 + s)`` from the RDP curve (``log M(s) = s D_(1+s)(P || Q)``; thesis Thm 2.3.4's bound,
         exact at integer orders and within about 5e-7 relative at fractional ones), a thousandth of the
         enclosure's cost; otherwise :meth:`Mechanism.log_mgf_upper`."""
-        from mechanisms.relations import Direction
+        from dpledger.mechanisms.relations import Direction
 
         if not (self.mechanism.has_subsampled_enclosure and direction is Direction.REMOVE
                 and 0.0 < self.sampling_probability < 1.0):

@@ -55,7 +55,7 @@ import functools
 import numpy as np
 from scipy import special
 
-from mechanisms.errors import NumericalError
+from dpledger.mechanisms.errors import NumericalError
 
 __all__ = ["log_f_enclosure", "log_f_sup", "log_f_upper"]
 

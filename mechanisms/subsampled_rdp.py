@@ -31,7 +31,7 @@ import functools
 import numpy as np
 from scipy import special
 
-from mechanisms._logmath import ROUNDING, log1p_exp, log_binom, log_expm1
+from dpledger.mechanisms._logmath import ROUNDING, log1p_exp, log_binom, log_expm1
 
 __all__ = [
     "tight_bound",

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from mechanisms._logmath import EPS, add_up, expm1_minus_linear, fraction_up, mul_up, round_up
+from dpledger.mechanisms._logmath import EPS, add_up, expm1_minus_linear, fraction_up, mul_up, round_up
 
 __all__ = [
     "flip_of_randomized_response",

@@ -5,9 +5,9 @@ from typing import Callable
 
 import numpy as np
 
-from mechanisms import _logmath, _validate
-from mechanisms.base import Mechanism
-from mechanisms.errors import NumericalError
+from dpledger.mechanisms import _logmath, _validate
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.errors import NumericalError
 
 __all__ = ["ZCDPMechanism", "CustomRDPMechanism", "ApproximateZCDPCurve"]
 

@@ -12,10 +12,18 @@ Torch is used here (and only here) for blocked distance and kernel computations.
 explicit ``random_state``; numpy's generator is not cryptographically secure.
 """
 
-from predict._common import ABSTAIN
-from predict.ind_knn import IndKNNClassifier
-from predict.lsh import LSHSearch
-from predict.neighbours import ExactSearch
-from predict.private_knn import PrivateKNNClassifier
+try:
+    import sklearn  # noqa: F401
+    import torch  # noqa: F401
+except ImportError as _missing:  # pragma: no cover - exercised in a venv without the extra
+    raise ImportError(
+        f"dpledger.predict needs the 'predict' extra ({_missing.name} is missing): pip install 'dpledger[predict]'"
+    ) from _missing
+
+from dpledger.predict._common import ABSTAIN
+from dpledger.predict.ind_knn import IndKNNClassifier
+from dpledger.predict.lsh import LSHSearch
+from dpledger.predict.neighbours import ExactSearch
+from dpledger.predict.private_knn import PrivateKNNClassifier
 
 __all__ = ["ABSTAIN", "IndKNNClassifier", "PrivateKNNClassifier", "ExactSearch", "LSHSearch"]

@@ -27,8 +27,8 @@ import numbers
 import numpy as np
 import torch
 
-from mechanisms.errors import NumericalError
-from predict.neighbours import canonical_sq_norms, pair_dots
+from dpledger.mechanisms.errors import NumericalError
+from dpledger.predict.neighbours import canonical_sq_norms, pair_dots
 
 __all__ = [
     "ABSTAIN",

@@ -30,7 +30,7 @@ import pathlib
 
 import numpy as np
 
-from mechanisms.errors import DPLedgerError
+from dpledger.mechanisms.errors import DPLedgerError
 
 __all__ = ["DataUnavailableError", "Split", "available", "load", "NAMES", "FEATURES"]
 

@@ -54,12 +54,12 @@ import numbers
 import numpy as np
 import torch
 
-from accountants import individual_conversions as _conv
-from accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
-from predict._common import check_features, check_fitted, check_labels
-from predict.identity import SpendHistory, fingerprints
-from predict.lsh import LSHSearch
-from predict.neighbours import ExactSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
+from dpledger.accountants import individual_conversions as _conv
+from dpledger.accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
+from dpledger.predict._common import check_features, check_fitted, check_labels
+from dpledger.predict.identity import SpendHistory, fingerprints
+from dpledger.predict.lsh import LSHSearch
+from dpledger.predict.neighbours import ExactSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
 
 __all__ = ["IndKNNClassifier"]
 

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 import torch
 
-from predict.neighbours import (
+from dpledger.predict.neighbours import (
     ExactSearch, _U32, _dot_margin, _gamma, _rbf_bounds, _to_csr, canonical_sq_norms, pair_dots, pair_kernel,
 )
 

@@ -56,15 +56,15 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 
-from accountants.fourier_accountant import FourierAccountant
-from accountants.rdp_accountant import RDPAccountant
-from accountants.report import BoundKind
-from mechanisms import _validate
-from mechanisms.errors import MissingCapabilityError
-from mechanisms.noisy_aggregation import NoisyArgmax
-from mechanisms.noisy_screening import NoisyScreening, SubsampledScreening, subsampled_screening
-from mechanisms.subsampled import PoissonSubsampled
-from predict._common import (
+from dpledger.accountants.fourier_accountant import FourierAccountant
+from dpledger.accountants.rdp_accountant import RDPAccountant
+from dpledger.accountants.report import BoundKind
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.errors import MissingCapabilityError
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
+from dpledger.mechanisms.noisy_screening import NoisyScreening, SubsampledScreening, subsampled_screening
+from dpledger.mechanisms.subsampled import PoissonSubsampled
+from dpledger.predict._common import (
     ABSTAIN,
     Reference,
     check_features,

@@ -39,9 +39,9 @@ from importlib.util import find_spec as _find_spec
 
 import numpy as np
 
-from mechanisms import _validate
-from mechanisms.errors import DPLedgerError
-from predict.datasets import DataUnavailableError, Split, _unit_rows
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.errors import DPLedgerError
+from dpledger.predict.datasets import DataUnavailableError, Split, _unit_rows
 
 __all__ = [
     "DIMENSION",

@@ -11,9 +11,9 @@ raises :class:`MissingPeerError` with the ``pip install`` command.
   :func:`from_autodp` (an autodp mechanism's RDP function).
 """
 
-from accountants.adapters._peers import MissingPeerError
-from accountants.adapters.dp_accounting_accountant import DPAccountingAccountant
-from accountants.adapters.dp_events import (
+from dpledger.accountants.adapters._peers import MissingPeerError
+from dpledger.accountants.adapters.dp_accounting_accountant import DPAccountingAccountant
+from dpledger.accountants.adapters.dp_events import (
     ApproximateZCDPCurve,
     KaryRandomizedResponse,
     NonPrivateMechanism,
@@ -21,8 +21,8 @@ from accountants.adapters.dp_events import (
     from_dp_event,
     to_dp_event,
 )
-from accountants.adapters.opacus_accountant import OpacusAccountant, opacus_mechanism, register_opacus_accountants
-from accountants.adapters.rdp_curve import AutodpMechanism, RDPCurveMechanism, from_autodp, from_rdp_curve
+from dpledger.accountants.adapters.opacus_accountant import OpacusAccountant, opacus_mechanism, register_opacus_accountants
+from dpledger.accountants.adapters.rdp_curve import AutodpMechanism, RDPCurveMechanism, from_autodp, from_rdp_curve
 
 __all__ = [
     "OpacusAccountant",

@@ -4,10 +4,10 @@ import warnings
 
 import numpy as np
 
-from accountants.fourier_accountant import FourierAccountant
-from accountants.rdp_accountant import RDPAccountant
-from mechanisms.base import Mechanism
-from mechanisms.errors import DPLedgerWarning
+from dpledger.accountants.fourier_accountant import FourierAccountant
+from dpledger.accountants.rdp_accountant import RDPAccountant
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.errors import DPLedgerWarning
 
 __all__ = ["METHODS", "check_method", "make_accountant", "epsilon_report", "delta_report", "contains"]
 
@@ -49,7 +49,7 @@ def delta_report(accountant, epsilon):
 
 
 def _pure_report(accountant):
-    from accountants.report import PrivacyReport
+    from dpledger.accountants.report import PrivacyReport
 
     pure = float(sum(count * float(m.rdp(np.inf)) for m, count in accountant.ledger))
     return PrivacyReport(

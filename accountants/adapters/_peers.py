@@ -2,7 +2,7 @@
 
 import importlib
 
-from mechanisms.errors import DPLedgerError
+from dpledger.mechanisms.errors import DPLedgerError
 
 __all__ = ["MissingPeerError", "require", "PIP_NAMES"]
 

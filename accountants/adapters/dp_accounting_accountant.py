@@ -6,10 +6,10 @@ dp_accounting is imported when an accountant is constructed, never when this mod
 
 import copy
 
-from accountants.adapters import _common
-from accountants.adapters._peers import require
-from accountants.adapters.dp_events import NonPrivateMechanism, UnsupportedTranslationError, from_dp_event
-from mechanisms import _validate
+from dpledger.accountants.adapters import _common
+from dpledger.accountants.adapters._peers import require
+from dpledger.accountants.adapters.dp_events import NonPrivateMechanism, UnsupportedTranslationError, from_dp_event
+from dpledger.mechanisms import _validate
 
 __all__ = ["DPAccountingAccountant"]
 
@@ -174,7 +174,7 @@ class DPAccountingAccountant:
 
 
 def _non_private_report(accountant, epsilon, delta):
-    from accountants.report import PrivacyReport
+    from dpledger.accountants.report import PrivacyReport
 
     return PrivacyReport(
         epsilon=float(epsilon), delta=float(delta), bound="upper bound", relation=accountant.relation,

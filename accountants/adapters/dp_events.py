@@ -13,17 +13,17 @@ import math
 
 import numpy as np
 
-from accountants.adapters._peers import require
-from mechanisms import _validate
-from mechanisms.composition import Composed, SelfComposed
-from mechanisms.errors import DPLedgerError
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.laplace import LaplaceMechanism
-from mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
-from mechanisms.subsampled import PoissonSubsampled
-from mechanisms.non_private import NonPrivateMechanism
-from mechanisms.randomized_response import KaryRandomizedResponse
-from mechanisms.zcdp import ApproximateZCDPCurve, CustomRDPMechanism, ZCDPMechanism
+from dpledger.accountants.adapters._peers import require
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.composition import Composed, SelfComposed
+from dpledger.mechanisms.errors import DPLedgerError
+from dpledger.mechanisms.gaussian import GaussianMechanism
+from dpledger.mechanisms.laplace import LaplaceMechanism
+from dpledger.mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
+from dpledger.mechanisms.subsampled import PoissonSubsampled
+from dpledger.mechanisms.non_private import NonPrivateMechanism
+from dpledger.mechanisms.randomized_response import KaryRandomizedResponse
+from dpledger.mechanisms.zcdp import ApproximateZCDPCurve, CustomRDPMechanism, ZCDPMechanism
 
 __all__ = [
     "from_dp_event",

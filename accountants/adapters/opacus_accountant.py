@@ -20,12 +20,12 @@ from collections import OrderedDict
 
 import numpy as np
 
-from accountants.adapters import _common
-from accountants.adapters._peers import require
-from accountants.report import PrivacyReport
-from mechanisms import _validate
-from mechanisms.gaussian import GaussianMechanism
-from mechanisms.subsampled import PoissonSubsampled
+from dpledger.accountants.adapters import _common
+from dpledger.accountants.adapters._peers import require
+from dpledger.accountants.report import PrivacyReport
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.gaussian import GaussianMechanism
+from dpledger.mechanisms.subsampled import PoissonSubsampled
 
 __all__ = ["OpacusAccountant", "register_opacus_accountants", "opacus_mechanism"]
 
@@ -202,7 +202,7 @@ class OpacusAccountant:
 
 
 def _relation():
-    from mechanisms.relations import NeighboringRelation
+    from dpledger.mechanisms.relations import NeighboringRelation
 
     return NeighboringRelation.ADD_OR_REMOVE_ONE
 

@@ -5,11 +5,11 @@ import dataclasses
 
 import numpy as np
 
-from accountants.adapters._peers import require
-from mechanisms import _validate
-from mechanisms.base import Mechanism
-from mechanisms.errors import NumericalError
-from mechanisms.rdp_curve import RDPCurveMechanism, from_rdp_curve
+from dpledger.accountants.adapters._peers import require
+from dpledger.mechanisms import _validate
+from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.errors import NumericalError
+from dpledger.mechanisms.rdp_curve import RDPCurveMechanism, from_rdp_curve
 
 __all__ = ["RDPCurveMechanism", "from_rdp_curve", "AutodpMechanism", "from_autodp"]
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from accountants import AccuracyError, FourierAccountant, RDPAccountant
-from accountants.report import BoundKind, PrivacyReport
+from dpledger.accountants import AccuracyError, FourierAccountant, RDPAccountant
+from dpledger.accountants.report import BoundKind, PrivacyReport
 from tests.mechanisms._shared import EstimatedLaplace
-from mechanisms import (
+from dpledger.mechanisms import (
     Composed,
     ContinuousPairMechanism,
     DiscretePairMechanism,
@@ -27,7 +27,7 @@ from mechanisms import (
     PoissonSubsampled,
     SelfComposed,
 )
-from mechanisms.relations import NeighboringRelation
+from dpledger.mechanisms.relations import NeighboringRelation
 
 mp.mp.dps = 50
 

@@ -6,8 +6,8 @@ import mpmath as mp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from accountants import RDPAccountant, calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
-from mechanisms import CustomRDPMechanism, GaussianMechanism, LaplaceMechanism, PoissonSubsampled, SearchRangeError
+from dpledger.accountants import RDPAccountant, calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
+from dpledger.mechanisms import CustomRDPMechanism, GaussianMechanism, LaplaceMechanism, PoissonSubsampled, SearchRangeError
 from tests.oracles.analytic_gaussian import composed_mu, gaussian_delta
 
 
@@ -121,8 +121,8 @@ def test_bad_calibration_input(kwargs, match):
 def test_calibration_on_estimates_warns_and_on_proofs_does_not():
     import warnings
 
-    from accountants import FourierAccountant
-    from mechanisms import EstimateWarning, GaussianMechanism, PoissonSubsampled
+    from dpledger.accountants import FourierAccountant
+    from dpledger.mechanisms import EstimateWarning, GaussianMechanism, PoissonSubsampled
 
     class Uncertified(GaussianMechanism):
         """A Gaussian without its proven subsampled characteristic function or loss buckets: quadrature,
@@ -145,7 +145,7 @@ def test_calibration_on_estimates_warns_and_on_proofs_does_not():
 
 
 def test_probes_the_accountant_cannot_answer_count_as_infeasible():
-    from mechanisms import GaussianMechanism, NumericalError
+    from dpledger.mechanisms import GaussianMechanism, NumericalError
 
     class Fragile(RDPAccountant):
         """Fails below sigma 0.7, like a Fourier accountant given too little noise."""

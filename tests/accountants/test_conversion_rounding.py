@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from accountants.conversions import Conversion, epsilon_candidates, log_delta_candidates
-from mechanisms import LaplaceMechanism
+from dpledger.accountants.conversions import Conversion, epsilon_candidates, log_delta_candidates
+from dpledger.mechanisms import LaplaceMechanism
 
 DPS = 60
 EPS = np.finfo(np.float64).eps

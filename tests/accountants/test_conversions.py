@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from accountants.conversions import Conversion, epsilon_candidates, log_delta_candidates, minimize_over_orders
+from dpledger.accountants.conversions import Conversion, epsilon_candidates, log_delta_candidates, minimize_over_orders
 
 
 def test_classic_conversion_known_value():

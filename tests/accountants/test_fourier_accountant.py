@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountants import AccuracyError, Bounds, FourierAccountant, PrivacyReport, RDPAccountant
+from dpledger.accountants import AccuracyError, Bounds, FourierAccountant, PrivacyReport, RDPAccountant
 from tests.mechanisms._shared import EstimatedLaplace
-from mechanisms import (
+from dpledger.mechanisms import (
     Composed,
     CustomRDPMechanism,
     GaussianMechanism,
@@ -30,7 +30,7 @@ from mechanisms import (
     SelfComposed,
     ZCDPMechanism,
 )
-from mechanisms.relations import Direction
+from dpledger.mechanisms.relations import Direction
 from tests import published_values
 from tests.oracles import privacy_profiles as pp
 from tests.oracles.analytic_gaussian import (
@@ -706,7 +706,7 @@ def test_empty_epsilon_grid(gaussian_accountant):
 @pytest.mark.parametrize("sigma", [1e-6, 1e-3])
 def test_too_little_noise_for_fourier_is_a_clear_error_not_an_exhausted_machine(sigma):
     # Such losses need quadratures of millions of nodes; the accountant refuses before allocating them.
-    from mechanisms.errors import NumericalError
+    from dpledger.mechanisms.errors import NumericalError
 
     fa = FourierAccountant()
     with pytest.raises(NumericalError, match="use RDPAccountant"):  # from compose or from the report

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from accountants import AccuracyError, FourierAccountant, RDPAccountant
+from dpledger.accountants import AccuracyError, FourierAccountant, RDPAccountant
 from tests.mechanisms._shared import EstimatedLaplace
-from mechanisms import (
+from dpledger.mechanisms import (
     CustomRDPMechanism,
     GaussianMechanism,
     LaplaceMechanism,

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import accountants._fourier_search as search
-from accountants import AccuracyError, Bounds, FourierAccountant, RDPAccountant
-from mechanisms import GaussianMechanism, PoissonSubsampled
-from mechanisms.relations import Direction
+import dpledger.accountants._fourier_search as search
+from dpledger.accountants import AccuracyError, Bounds, FourierAccountant, RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+from dpledger.mechanisms.relations import Direction
 
 SIGMA, Q, STEPS = 1.0, 0.01, 100
 DP_SGD = PoissonSubsampled(mechanism=GaussianMechanism(sigma=SIGMA), sampling_probability=Q)

@@ -8,10 +8,10 @@ import mpmath as mp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from accountants import FourierAccountant
-from accountants.report import BoundKind
-from mechanisms import GaussianMechanism, PoissonSubsampled
-from mechanisms.relations import Direction
+from dpledger.accountants import FourierAccountant
+from dpledger.accountants.report import BoundKind
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+from dpledger.mechanisms.relations import Direction
 from tests.oracles import privacy_profiles as pp
 
 ORACLE = {Direction.REMOVE: "remove", Direction.ADD: "add"}

@@ -12,8 +12,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from accountants import FourierAccountant
-from mechanisms import (
+from dpledger.accountants import FourierAccountant
+from dpledger.mechanisms import (
     CustomRDPMechanism,
     GaussianMechanism,
     LaplaceMechanism,
@@ -22,7 +22,7 @@ from mechanisms import (
     RandomizedResponse,
     ZCDPMechanism,
 )
-from mechanisms.relations import Direction
+from dpledger.mechanisms.relations import Direction
 
 POOL = [
     GaussianMechanism(sigma=8.0),

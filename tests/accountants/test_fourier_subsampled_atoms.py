@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountants import FourierAccountant, RDPAccountant
-from accountants.report import BoundKind
-from mechanisms import GaussianMechanism, PoissonSubsampled, PureDPMechanism, RandomizedResponse
+from dpledger.accountants import FourierAccountant, RDPAccountant
+from dpledger.accountants.report import BoundKind
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, PureDPMechanism, RandomizedResponse
 from tests.oracles import privacy_profiles as pp
 
 mp.mp.dps = 50

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from scipy import integrate
 from scipy.special import ndtr
 
-from accountants import RDPAccountant
-from accountants import individual_conversions as ic
-from accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
-from mechanisms import GaussianMechanism
+from dpledger.accountants import RDPAccountant
+from dpledger.accountants import individual_conversions as ic
+from dpledger.accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
+from dpledger.mechanisms import GaussianMechanism
 from tests.oracles.analytic_gaussian import gaussian_delta_float, gaussian_epsilon_float
 
 DELTAS = [1e-3, 1e-5, 1e-10]

@@ -13,7 +13,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from accountants.individual_filter import RTOL, IndividualRenyiFilter
+from dpledger.accountants.individual_filter import RTOL, IndividualRenyiFilter
 
 DELTA = 1e-6
 

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountants import FourierAccountant, privacy_buckets
-from accountants.fourier_inversion import TwoPointLedger
-from accountants.report import BoundKind
-from mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
-from mechanisms.custom_pairs import DiscretePairMechanism
-from mechanisms.relations import Direction
+from dpledger.accountants import FourierAccountant, privacy_buckets
+from dpledger.accountants.fourier_inversion import TwoPointLedger
+from dpledger.accountants.report import BoundKind
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.mechanisms.custom_pairs import DiscretePairMechanism
+from dpledger.mechanisms.relations import Direction
 from tests.oracles.analytic_gaussian import gaussian_delta_float
 
 

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from accountants import FourierAccountant, RDPAccountant
-from accountants.conversions import epsilon_candidates
-from mechanisms import (
+from dpledger.accountants import FourierAccountant, RDPAccountant
+from dpledger.accountants.conversions import epsilon_candidates
+from dpledger.mechanisms import (
     CustomRDPMechanism,
     GaussianMechanism,
     LaplaceMechanism,

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountants import Conversion, RDPAccountant
-from mechanisms import (
+from dpledger.accountants import Conversion, RDPAccountant
+from dpledger.mechanisms import (
     Composed,
     CustomRDPMechanism,
     GaussianMechanism,
@@ -19,7 +19,7 @@ from mechanisms import (
     RandomizedResponse,
     SelfComposed,
 )
-from mechanisms.errors import NumericalError
+from dpledger.mechanisms.errors import NumericalError
 from tests.oracles.analytic_gaussian import composed_mu, gaussian_delta_float, gaussian_epsilon_float
 
 

@@ -5,8 +5,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from accountants import RDPAccountant
-from mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.accountants import RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
 
 POOL = [
     PoissonSubsampled(GaussianMechanism(sigma=1.1), sampling_probability=0.01),

@@ -13,10 +13,10 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from accountants import RDPAccountant
-from mechanisms import DiscretePairMechanism, GaussianMechanism, LaplaceMechanism, RandomizedResponse
-from mechanisms._logmath import add_up
-from mechanisms.composition import composed_delta
+from dpledger.accountants import RDPAccountant
+from dpledger.mechanisms import DiscretePairMechanism, GaussianMechanism, LaplaceMechanism, RandomizedResponse
+from dpledger.mechanisms._logmath import add_up
+from dpledger.mechanisms.composition import composed_delta
 
 F = fractions.Fraction
 ORDERS = np.array([1.5, 2.0, 3.0, 7.5, 32.0, 300.0])

@@ -11,10 +11,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 dpa = pytest.importorskip("dp_accounting")
 from dp_accounting import dp_event as ev  # noqa: E402
 
-from accountants import FourierAccountant, RDPAccountant  # noqa: E402
-from accountants.adapters import DPAccountingAccountant, from_dp_event  # noqa: E402
-from mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
-from mechanisms.errors import DPLedgerWarning  # noqa: E402
+from dpledger.accountants import FourierAccountant, RDPAccountant  # noqa: E402
+from dpledger.accountants.adapters import DPAccountingAccountant, from_dp_event  # noqa: E402
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+from dpledger.mechanisms.errors import DPLedgerWarning  # noqa: E402
 
 SGD = ev.PoissonSampledDpEvent(0.01, ev.GaussianDpEvent(1.1))
 
@@ -66,7 +66,7 @@ def test_fourier_method_gives_the_fourier_accountant_numbers():
 def test_fourier_estimates_are_labelled_and_warned_once(monkeypatch):
     # the subsampled Laplace's characteristic function comes from quadrature: an estimate once its loss buckets
     # (which make it proven, issue 14) are withdrawn
-    from mechanisms import LaplaceMechanism
+    from dpledger.mechanisms import LaplaceMechanism
 
     sampled_laplace = ev.PoissonSampledDpEvent(0.1, ev.LaplaceDpEvent(1.0))
     proven = DPAccountingAccountant(method="fourier").compose(sampled_laplace, 100)

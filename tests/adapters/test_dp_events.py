@@ -13,7 +13,7 @@ attr = pytest.importorskip("attr")
 from dp_accounting import dp_event as ev  # noqa: E402
 from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp  # noqa: E402
 
-from accountants.adapters import (  # noqa: E402
+from dpledger.accountants.adapters import (  # noqa: E402
     KaryRandomizedResponse,
     MissingPeerError,
     NonPrivateMechanism,
@@ -22,7 +22,7 @@ from accountants.adapters import (  # noqa: E402
     from_rdp_curve,
     to_dp_event,
 )
-from mechanisms import (  # noqa: E402
+from dpledger.mechanisms import (  # noqa: E402
     Composed,
     CustomRDPMechanism,
     GaussianMechanism,

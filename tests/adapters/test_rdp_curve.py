@@ -5,9 +5,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from accountants import RDPAccountant
-from accountants.adapters import MissingPeerError, RDPCurveMechanism, from_autodp, from_rdp_curve
-from mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.accountants import RDPAccountant
+from dpledger.accountants.adapters import MissingPeerError, RDPCurveMechanism, from_autodp, from_rdp_curve
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
 
 GRID = np.array([1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 32.0, 48.0, 64.0])
 

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountants import FourierAccountant, RDPAccountant, calibrate_gaussian_sigma, calibrate_laplace_scale
-from accountants.fourier_accountant import AccuracyError
+from dpledger.accountants import FourierAccountant, RDPAccountant, calibrate_gaussian_sigma, calibrate_laplace_scale
+from dpledger.accountants.fourier_accountant import AccuracyError
 from dpledger import _format
 from dpledger.cli import main
 from dpledger.ledger_spec import entries_from_items, entries_from_json
-from mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse, ZCDPMechanism
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse, ZCDPMechanism
 
 DP_SGD = ["--mechanism", "gaussian", "--sigma", "1.1", "--sampling-probability", "0.01", "--count", "10000"]
 MIX = ["--mechanism", "laplace", "--scale", "20", "--count", "50",
@@ -136,7 +136,7 @@ def test_options_before_the_first_mechanism_belong_to_it(capsys):
 def test_pure_dp_and_zcdp_kinds(capsys):
     data = run_json(capsys, "epsilon", "--mechanism", "zcdp", "--rho", "0.1", "--mechanism", "pure-dp",
                     "--pure-epsilon", "0.5", "--count", "3", "--delta", "1e-6")
-    from mechanisms import PureDPMechanism
+    from dpledger.mechanisms import PureDPMechanism
 
     acc = RDPAccountant().compose(ZCDPMechanism(rho=0.1)).compose(PureDPMechanism(epsilon=0.5), count=3)
     assert data["results"][0]["epsilon"] == acc.get_epsilon(1e-6)
@@ -410,8 +410,8 @@ def test_non_finite_numbers_in_json_output_are_strings(capsys):
 
 # ------------------------------------------------------------------------------------ Private-kNN mechanisms
 def test_private_knn_mechanisms_equal_the_api(capsys):
-    from mechanisms.noisy_aggregation import NoisyArgmax
-    from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+    from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
+    from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 
     argv = ["--mechanism", "noisy-screening", "--k", "300", "--threshold", "210", "--sigma", "85",
             "--num-classes", "10", "--sampling-probability", "0.2", "--count", "1000",

@@ -10,9 +10,9 @@ import pytest
 from dpledger import runs
 from dpledger.cli import main
 from dpledger.data import Arrays
-from predict import datasets
-from predict.ind_knn import IndKNNClassifier
-from predict.private_knn import PrivateKNNClassifier
+from dpledger.predict import datasets
+from dpledger.predict.ind_knn import IndKNNClassifier
+from dpledger.predict.private_knn import PrivateKNNClassifier
 
 
 def run(capsys, *argv):
@@ -135,10 +135,10 @@ def test_private_knn_calibrated_to_epsilon_meets_it(capsys, blobs):
 
 
 def test_private_knn_noise_is_the_worst_case_and_nearly_minimal():
-    from accountants import RDPAccountant
-    from mechanisms import PoissonSubsampled
-    from mechanisms.noisy_aggregation import NoisyArgmax
-    from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+    from dpledger.accountants import RDPAccountant
+    from dpledger.mechanisms import PoissonSubsampled
+    from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
+    from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 
     kwargs = dict(epsilon=2.0, delta=1e-5, n_queries=100, k=30, sampling_probability=0.3, threshold=18.0,
                   num_classes=10)

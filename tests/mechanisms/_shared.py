@@ -12,7 +12,7 @@ import mpmath as mp
 import numpy as np
 from hypothesis import strategies as st
 
-from mechanisms import (
+from dpledger.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     PoissonSubsampled,

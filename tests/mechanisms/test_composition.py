@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from mechanisms import (
+from dpledger.mechanisms import (
     Composed,
     CustomRDPMechanism,
     GaussianMechanism,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-import mechanisms
-from mechanisms import (
+from dpledger import mechanisms
+from dpledger.mechanisms import (
     CharacteristicFunctionMechanism,
     Composed,
     ContinuousPairMechanism,
@@ -31,7 +31,7 @@ from mechanisms import (
     ZCDPMechanism,
     from_rdp_curve,
 )
-from mechanisms.relations import Direction
+from dpledger.mechanisms.relations import Direction
 
 G = GaussianMechanism(sigma=1.3, sensitivity=0.7)
 TABLE = {

@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse, ZCDPMechanism
-from mechanisms.custom_pairs import DiscretePairMechanism
-from mechanisms.errors import MissingCapabilityError
-from mechanisms.laplace import LaplaceMechanism
-from mechanisms.loss_buckets import normal_cdf_bounds
-from mechanisms.relations import Direction
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse, ZCDPMechanism
+from dpledger.mechanisms.custom_pairs import DiscretePairMechanism
+from dpledger.mechanisms.errors import MissingCapabilityError
+from dpledger.mechanisms.laplace import LaplaceMechanism
+from dpledger.mechanisms.loss_buckets import normal_cdf_bounds
+from dpledger.mechanisms.relations import Direction
 
 U = 2.0**-53
 

@@ -12,9 +12,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from accountants import FourierAccountant, RDPAccountant
-from mechanisms import GaussianMechanism, PoissonSubsampled, subsampled_rdp
-from mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes, tau_clip
+from dpledger.accountants import FourierAccountant, RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, subsampled_rdp
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes, tau_clip
 
 ORDERS = np.array([1.5, 2.0, 3.0, 7.5, 10.0, 64.0, 256.0])
 

@@ -8,9 +8,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from accountants import FourierAccountant, RDPAccountant
-from mechanisms import GaussianMechanism, Mechanism, PoissonSubsampled, subsampled_rdp
-from mechanisms.noisy_screening import (
+from dpledger.accountants import FourierAccountant, RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, Mechanism, PoissonSubsampled, subsampled_rdp
+from dpledger.mechanisms.noisy_screening import (
     DataDependentScreening,
     NoisyScreening,
     SubsampledScreening,

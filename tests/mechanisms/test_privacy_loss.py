@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mechanisms import (
+from dpledger.mechanisms import (
     Composed,
     CustomRDPMechanism,
     GaussianMechanism,
@@ -24,8 +24,8 @@ from mechanisms import (
     SelfComposed,
     ZCDPMechanism,
 )
-from mechanisms.errors import MissingCapabilityError
-from mechanisms.relations import Direction
+from dpledger.mechanisms.errors import MissingCapabilityError
+from dpledger.mechanisms.relations import Direction
 from tests.mechanisms._shared import gaussians, laplaces, pure_dps, randomized_responses
 from tests.oracles import privacy_profiles as pp
 

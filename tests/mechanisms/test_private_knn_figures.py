@@ -13,10 +13,10 @@ import math
 import numpy as np
 import pytest
 
-from accountants import RDPAccountant
-from mechanisms import GaussianMechanism, PoissonSubsampled, subsampled_rdp
-from mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes
-from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+from dpledger.accountants import RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, subsampled_rdp
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax, TauClippedVotes
+from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 
 DELTA = 1e-5
 LOG_1_DELTA = math.log(1.0 / DELTA)

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from mechanisms import CustomRDPMechanism, GaussianMechanism, LaplaceMechanism, ZCDPMechanism
-from mechanisms._logmath import expm1_minus_linear, mul_up, ratio_up, round_up
-from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+from dpledger.mechanisms import CustomRDPMechanism, GaussianMechanism, LaplaceMechanism, ZCDPMechanism
+from dpledger.mechanisms._logmath import expm1_minus_linear, mul_up, ratio_up, round_up
+from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 from tests.oracles import mpmath_screening as screening_oracle
 
 DPS = 80
@@ -312,7 +312,7 @@ def test_subsampled_screening_pairwise_is_an_upper_bound(k, sigma, offset, gamma
 @example(t=60, threshold=0.0, sigma=0.3)
 def test_log_cdf_within_its_stated_error(t, threshold, sigma):
     """The assumption behind the screening bound: log Phi((t - T)/sigma) within 4 EPS max(1, |log Phi|)."""
-    from mechanisms.noisy_screening import _log_cdf, _log_error, _z
+    from dpledger.mechanisms.noisy_screening import _log_cdf, _log_error, _z
 
     z, dz = _z(np.array([float(t)]), threshold, sigma)
     for sign in (1.0, -1.0):

@@ -8,7 +8,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
 
-from mechanisms import (
+from dpledger.mechanisms import (
     CustomRDPMechanism,
     GaussianMechanism,
     LaplaceMechanism,
@@ -17,7 +17,7 @@ from mechanisms import (
     RandomizedResponse,
     ZCDPMechanism,
 )
-from mechanisms import subsampled_rdp as sr
+from dpledger.mechanisms import subsampled_rdp as sr
 from tests.mechanisms._shared import (
     ROUNDING,
     base_mechanisms,

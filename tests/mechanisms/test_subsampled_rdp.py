@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
-from mechanisms import subsampled_rdp as sr
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.mechanisms import subsampled_rdp as sr
 from tests.mechanisms._shared import EPS64, ROUNDING, no_warnings
 from tests.oracles import mpmath_subsampled as oracle
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from accountants import RDPAccountant
-from mechanisms import GaussianMechanism, PoissonSubsampled, PureDPMechanism, RandomizedResponse
-from mechanisms import subsampled_rdp as sr
-from mechanisms.two_point import flip_of_pure_dp, randomized_response_rdp
+from dpledger.accountants import RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, PureDPMechanism, RandomizedResponse
+from dpledger.mechanisms import subsampled_rdp as sr
+from dpledger.mechanisms.two_point import flip_of_pure_dp, randomized_response_rdp
 from tests.mechanisms._shared import no_warnings
 
 EPS = float(np.finfo(float).eps)
@@ -172,7 +172,7 @@ def test_two_point_loss_is_at_or_above_the_exact_loss(p):
 @settings(max_examples=25, deadline=None)
 @given(st.floats(-9, -1).map(lambda e: 0.5 + 10**e), st.integers(1, 400), st.floats(0.0, 1.0))
 def test_fourier_lattice_of_randomized_response_contains_the_exact_delta(p, n, fraction):
-    from accountants import FourierAccountant
+    from dpledger.accountants import FourierAccountant
 
     with mp.workdps(60):
         P = mp.mpf(p)

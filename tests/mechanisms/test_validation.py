@@ -6,7 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mechanisms import (
+from dpledger.mechanisms import (
     Composed,
     CustomRDPMechanism,
     DPLedgerError,

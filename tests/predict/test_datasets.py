@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from predict import datasets
+from dpledger.predict import datasets
 
 
 def test_digits_split_shapes_types_and_unit_rows():

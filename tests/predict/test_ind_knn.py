@@ -20,9 +20,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from accountants.individual_filter import RTOL, budget_for
-from predict._common import NotFittedError
-from predict.ind_knn import IndKNNClassifier
+from dpledger.accountants.individual_filter import RTOL, budget_for
+from dpledger.predict._common import NotFittedError
+from dpledger.predict.ind_knn import IndKNNClassifier
 
 cached_budget = functools.lru_cache(maxsize=64)(budget_for)
 MARGIN = 1e-5  # float32 kernels vs the float64 reference: draws with a kernel value this close to tau are skipped
@@ -350,7 +350,7 @@ def test_median_epsilon_history_matches_spends():
     clf.predict(Q[:3])
     hist = clf.median_epsilon_history(1e-5)
     assert hist.shape == (28,)
-    from accountants.individual_conversions import rdp_epsilon
+    from dpledger.accountants.individual_conversions import rdp_epsilon
 
     for t, s in enumerate(spends):  # 31 records: the median is the 16th smallest spend
         np.testing.assert_allclose(hist[t], rdp_epsilon(np.median(s), 1e-5)[0], rtol=1e-12)

@@ -6,8 +6,8 @@ import pickle
 import numpy as np
 import pytest
 
-from predict.identity import SpendHistory, fingerprints
-from predict.ind_knn import IndKNNClassifier
+from dpledger.predict.identity import SpendHistory, fingerprints
+from dpledger.predict.ind_knn import IndKNNClassifier
 from tests.predict.test_ind_knn import blobs
 
 PARAMS = dict(epsilon=0.3, delta=1e-5, tau=0.5, sigma2=0.5, n_queries=10, min_count=5, n_classes=3)

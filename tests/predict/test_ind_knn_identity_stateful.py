@@ -8,10 +8,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from accountants.individual_filter import RTOL
-from predict.identity import fingerprints
-from predict.ind_knn import IndKNNClassifier
-from predict.neighbours import prepare_points
+from dpledger.accountants.individual_filter import RTOL
+from dpledger.predict.identity import fingerprints
+from dpledger.predict.ind_knn import IndKNNClassifier
+from dpledger.predict.neighbours import prepare_points
 
 RNG = np.random.default_rng(0)
 POOL_X = RNG.normal(size=(30, 3)).astype(np.float32)

@@ -13,8 +13,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from accountants.individual_filter import RTOL
-from predict.ind_knn import IndKNNClassifier
+from dpledger.accountants.individual_filter import RTOL
+from dpledger.predict.ind_knn import IndKNNClassifier
 from tests.predict.test_ind_knn import MARGIN, ReferenceIndKNN
 
 D, C, TAU = 3, 3, 0.6

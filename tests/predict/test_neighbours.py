@@ -13,8 +13,8 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from predict.lsh import LSHSearch
-from predict.neighbours import ExactSearch, block_pairs, kernel_matrix, prepare_points
+from dpledger.predict.lsh import LSHSearch
+from dpledger.predict.neighbours import ExactSearch, block_pairs, kernel_matrix, prepare_points
 
 # Float32 kernels and the float64 reference may disagree on pairs within this distance of tau; such draws are
 # skipped (the rounding of a float32 matrix product is about 1e-7 here).

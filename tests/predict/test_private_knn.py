@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from scipy import stats
 from sklearn.base import clone
 
-from accountants import FourierAccountant, RDPAccountant
-from accountants.report import BoundKind
-from mechanisms import GaussianMechanism, PoissonSubsampled
-from mechanisms.noisy_aggregation import NoisyArgmax
-from mechanisms.noisy_screening import NoisyScreening, subsampled_screening
-from predict._common import ABSTAIN, NotFittedError, Reference, check_features, pairwise_distances
-from predict.private_knn import PrivateKNNClassifier, nearest_order, vote_histograms
+from dpledger.accountants import FourierAccountant, RDPAccountant
+from dpledger.accountants.report import BoundKind
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
+from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
+from dpledger.predict._common import ABSTAIN, NotFittedError, Reference, check_features, pairwise_distances
+from dpledger.predict.private_knn import PrivateKNNClassifier, nearest_order, vote_histograms
 
 ORDERS = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
 
@@ -461,7 +461,7 @@ def test_cosine_and_euclidean_agree_on_unit_rows():
 # ------------------------------------------------------------------ real data
 def test_digits_answers_are_accurate():
     """scikit-learn digits (always available): with moderate noise most answered queries are right."""
-    from predict import datasets
+    from dpledger.predict import datasets
 
     split = datasets.load("digits", features="pca")
     clf = PrivateKNNClassifier(k=20, sampling_probability=0.5, threshold=14.0, sigma_screen=3.0, sigma_vote=2.0,

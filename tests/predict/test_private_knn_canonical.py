@@ -12,8 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from predict._common import Reference, check_features, pairwise_distances
-from predict.private_knn import nearest_order
+from dpledger.predict._common import Reference, check_features, pairwise_distances
+from dpledger.predict.private_knn import nearest_order
 
 
 def _data(seed, n, d, ties):

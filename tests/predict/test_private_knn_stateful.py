@@ -10,8 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from predict._common import ABSTAIN
-from predict.private_knn import PrivateKNNClassifier
+from dpledger.predict._common import ABSTAIN
+from dpledger.predict.private_knn import PrivateKNNClassifier
 
 RNG = np.random.default_rng(0)
 CENTRES = np.array([[4.0, 0.0], [-4.0, 0.0], [0.0, 4.0]])

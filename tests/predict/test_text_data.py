@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from predict import datasets, text_data
+from dpledger.predict import datasets, text_data
 
 N = 200  # reviews encoded by the tests (40 public, 40 queries, 120 private)
 

@@ -18,9 +18,9 @@ import numpy as np
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from accountants import AccuracyError, FourierAccountant, RDPAccountant
-from accountants.report import BoundKind
-from mechanisms import (
+from dpledger.accountants import AccuracyError, FourierAccountant, RDPAccountant
+from dpledger.accountants.report import BoundKind
+from dpledger.mechanisms import (
     DiscretePairMechanism,
     GaussianMechanism,
     LaplaceMechanism,

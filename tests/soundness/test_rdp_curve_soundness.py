@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mechanisms import GaussianMechanism, LaplaceMechanism, NoisyScreening, PoissonSubsampled, ZCDPMechanism
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, NoisyScreening, PoissonSubsampled, ZCDPMechanism
 from tests.oracles import mpmath_screening as screening_oracle
 from tests.oracles import mpmath_subsampled as sub_oracle
 from tests.soundness._cases import budget, record
