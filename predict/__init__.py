@@ -13,8 +13,8 @@ explicit ``random_state``; numpy's generator is not cryptographically secure.
 """
 
 try:
+    import torch  # noqa: F401  (first: scikit-learn probes torch itself)
     import sklearn  # noqa: F401
-    import torch  # noqa: F401
 except ImportError as _missing:  # pragma: no cover - exercised in a venv without the extra
     raise ImportError(
         f"dpledger.predict needs the 'predict' extra ({_missing.name} is missing): pip install 'dpledger[predict]'"
