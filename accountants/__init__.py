@@ -1,8 +1,10 @@
 """Stateful accounting over mechanisms: RDP accountant, conversions, calibration."""
 
+from dpledger.accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
 from dpledger.accountants.conversions import Conversion
 from dpledger.accountants.fourier_accountant import AccuracyError, FourierAccountant
 from dpledger.accountants.fourier_inversion import Bounds
+from dpledger.accountants.individual_filter import IndividualRenyiFilter, budget_for
 from dpledger.accountants.rdp_accountant import DEFAULT_ORDERS, RDPAccountant
 from dpledger.accountants.report import BoundKind, PrivacyReport
 
@@ -15,10 +17,9 @@ __all__ = [
     "PrivacyReport",
     "BoundKind",
     "DEFAULT_ORDERS",
+    "calibrate",
+    "calibrate_gaussian_sigma",
+    "calibrate_laplace_scale",
+    "IndividualRenyiFilter",
+    "budget_for",
 ]
-from dpledger.accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
-
-__all__ += ["calibrate", "calibrate_gaussian_sigma", "calibrate_laplace_scale"]
-from dpledger.accountants.individual_filter import IndividualRenyiFilter, budget_for
-
-__all__ += ["IndividualRenyiFilter", "budget_for"]

@@ -11,7 +11,8 @@ Two kinds of budget ``rho`` (a "Gaussian individual charge"; Ind-KNN Lemma 2.5, 
   over real orders is the unique root of ``g(x) = rho * x^2 + log1p(x) + log(delta)`` (``g`` increases from
   ``log(delta) < 0`` at ``x = 0`` and ``g(sqrt(-log(delta) / rho)) > 0``). The root is found by vectorised
   Newton iteration on ``log(x)`` (convex there); whatever the root finder's accuracy, the value at the order
-  it returns is a valid upper bound (only tightness depends on it). Bretagnolle & Huber (1979): ``delta >= sqrt(1 - exp(-rho))``
+  it returns is a valid upper bound (only tightness depends on it). Bretagnolle & Huber (1979): ``delta >= sqrt(1 -
+  exp(-rho))``
   (total variation bound from ``KL <= rho``) gives ``epsilon = 0``.
 
 * **GDP**: ``mu``-GDP with ``mu = sqrt(2 rho)``, converted exactly (Dong, Roth & Su 2019, Cor 2.13; Balle &

@@ -117,7 +117,9 @@ class RDPAccountant:
                 "(DESIGN.md privacy rule 7); compose NoisyScreening (or subsampled_screening) instead."
             )
         if not isinstance(mechanism, Mechanism):
-            raise TypeError(f"`mechanism` of RDPAccountant.compose must be a Mechanism; got {type(mechanism).__name__}.")
+            raise TypeError(
+                f"`mechanism` of RDPAccountant.compose must be a Mechanism; got {type(mechanism).__name__}."
+            )
         count = _validate.positive_int(count, "count", "RDPAccountant.compose")
         entry = self._entries.get(mechanism)
         if entry is None:

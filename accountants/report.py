@@ -2,7 +2,6 @@
 
 import dataclasses
 import enum
-from typing import Optional
 
 from dpledger.mechanisms.relations import NeighboringRelation
 
@@ -71,7 +70,7 @@ class PrivacyReport:
     relation: NeighboringRelation
     accountant: str
     method: str
-    order: Optional[float] = None
+    order: float | None = None
 
     def __post_init__(self):
         try:

@@ -5,7 +5,8 @@ Grid: q in {1e-4, 1e-3, 0.01, 0.1, 0.5} x sigma in {0.6, 1, 2, 5} x steps in {1,
 For each cell (fresh accountants, one timed call each, after one warm-up of the whole process):
 
 * dpledger: ``FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), steps)
-  .epsilon_bounds(1e-5)`` (what ``epsilon_report`` reports) and ``bound_kind`` -- its label, its certified interval, its wall time, or the error it raised;
+  .epsilon_bounds(1e-5)`` (what ``epsilon_report`` reports) and ``bound_kind`` -- its label, its certified
+  interval, its wall time, or the error it raised;
 * dp_accounting: ``PLDAccountant()`` (default discretisation 1e-4, pessimistic: an upper bound) on
   ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` self-composed ``steps`` times, and its wall time;
 * one step: the exact delta from the mpmath oracle (tests/oracles/privacy_profiles.py, closed form through Phi)

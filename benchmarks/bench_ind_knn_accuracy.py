@@ -12,7 +12,8 @@ Protocol (Ind-KNN paper Sec 4 and supplement Sec 3):
   the test queries). As in the paper, tuning runs the algorithms on the private training set with the validation
   queries; that selection is not accounted for (it is the paper's protocol, applied equally to all methods);
 * Ind-KNN, cosine kernel: round 1 sweeps tau with a non-private kernel vote on the validation set (tau*), round 2
-  searches (sigma2, tau) with sigma2 in {0.1, 0.2, 0.4, 0.7, 1.3} and tau in tau* + {-0.02, 0, 0.02} at each epsilon; sigma1 = sqrt(T / (6B)),
+  searches (sigma2, tau) with sigma2 in {0.1, 0.2, 0.4, 0.7, 1.3} and tau in tau* + {-0.02, 0, 0.02} at each
+  epsilon; sigma1 = sqrt(T / (6B)),
   K_t floored at 30;
 * Private-kNN (``PrivateKNNClassifier``) as the Ind-KNN paper runs it: Poisson subsample, k nearest, Gaussian
   noisy argmax, no screening (every query answered); (sampling probability, k) from the paper's Table 1 ranges
@@ -235,7 +236,8 @@ def main(argv=None):
     # ---- test: T queries per seed, then the curve
     rows, verdict, curve_rows = evaluate(split, best_ind, best_pk, k_best, T, args.seeds,
                                          [int(x) for x in args.curve.split(",")], c, log)
-    command = "python benchmarks/bench_ind_knn_accuracy.py" + ("" if not (argv or sys.argv[1:]) else " " + " ".join(argv or sys.argv[1:]))
+    given = argv or sys.argv[1:]
+    command = "python benchmarks/bench_ind_knn_accuracy.py" + ("" if not given else " " + " ".join(given))
     text = "\n".join([
         "## Accuracy on real data (Fashion-MNIST): Ind-KNN vs Private-kNN vs non-private kNN",
         "",

@@ -101,7 +101,6 @@ def speed_section(args, rng):
             n_pairs, floor_wall, floor_cpu = timed(lambda: bare_floor(X, Q, tau), args.repeat)
         else:
             floor_wall = floor_cpu = None
-            n_pairs = None
         search = ExactSearch(X, kernel=kernel, nu=nu)
         search.pairs(warm, tau)
         pairs, search_wall, search_cpu = timed(lambda: search.pairs(Q, tau), args.repeat)
@@ -146,7 +145,8 @@ def speed_section(args, rng):
                       f"{base_per_query * T / ind_wall:.0f}x", base_per_query * T / ind_wall >= 100))
         goals.append((f"published-style loop / Ind-KNN ({kernel}), CPU time", ">= 100x",
                       f"{base_cpu / m * T / ind_cpu:.0f}x", base_cpu / m * T / ind_cpu >= 100))
-        notes.append(f"{kernel}: CPU seconds (both cores) floor {floor_cpu if floor_cpu is None else round(floor_cpu, 1)}, "
+        floor_text = floor_cpu if floor_cpu is None else round(floor_cpu, 1)
+        notes.append(f"{kernel}: CPU seconds (both cores) floor {floor_text}, "
                      f"search {search_cpu:.1f}, Ind-KNN {ind_cpu:.1f}, published style {base_cpu:.1f} on {m} queries.")
         print(rows[-1], file=sys.stderr)
     headers = ["kernel", "tau", "pairs / query", "floor ms/q", "search ms/q", "Ind-KNN ms/q",
@@ -172,7 +172,8 @@ def lsh_section(args, rng):
         clf = IndKNNClassifier(**params, **kw).fit(X, y)
         out, wall, cpu = timed(lambda: clf.predict(Q))
         pairs = clf.search_.pairs(Q[:200], tau)
-        results[search] = dict(out=out, wall=wall, cpu=cpu, build=build_wall, pairs=pairs, acc=float(np.mean(out == yq)))
+        results[search] = dict(out=out, wall=wall, cpu=cpu, build=build_wall, pairs=pairs,
+                               acc=float(np.mean(out == yq)))
         print(search, wall, file=sys.stderr)
     ex, ls = results["exact"], results["lsh"]
     recall = len(ls["pairs"].indices) / max(len(ex["pairs"].indices), 1)
@@ -181,9 +182,9 @@ def lsh_section(args, rng):
     agree = float(np.mean(ex["out"] == ls["out"]))
     headers = ["search", "fit (incl. index)", "predict ms/q", "predict CPU", "pairs / query (first 200)",
                "accuracy (cluster label)"]
-    goal = [("LSH (30 tables, 8 bits) faster than exact at n = %d, wall" % n, "LSH < exact",
+    goal = [(f"LSH (30 tables, 8 bits) faster than exact at n = {n}, wall", "LSH < exact",
              f"{ls['wall'] / ex['wall']:.2f}x of exact", ls["wall"] < ex["wall"]),
-            ("LSH (30 tables, 8 bits) faster than exact at n = %d, CPU time" % n, "LSH < exact",
+            (f"LSH (30 tables, 8 bits) faster than exact at n = {n}, CPU time", "LSH < exact",
              f"{ls['cpu'] / ex['cpu']:.2f}x of exact", ls["cpu"] < ex["cpu"])]
     text = (f"n = {n}, d = {d}, T = {T}, tau = {tau:.4f} (cosine). Pair recall of LSH (first 200 queries): "
             f"**{100 * recall:.1f}%**; LSH and exact answers agree on {100 * agree:.1f}% of queries.")
@@ -224,7 +225,8 @@ def main(argv=None):
     rows, headers, goals, notes = speed_section(args, rng)
     lrows, lheaders, lgoal, ltext = lsh_section(args, rng)
     goals.extend(lgoal)
-    command = "python benchmarks/bench_ind_knn_speed.py" + ("" if not (argv or sys.argv[1:]) else " " + " ".join(argv or sys.argv[1:]))
+    given = argv or sys.argv[1:]
+    command = "python benchmarks/bench_ind_knn_speed.py" + ("" if not given else " " + " ".join(given))
     text = "\n".join([
         "## Speed (exact Ind-KNN, the floor, a published-style loop; LSH vs exact)",
         "",

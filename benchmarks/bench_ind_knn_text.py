@@ -48,8 +48,17 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from _common import load_average  # noqa: E402
-from bench_ind_knn_accuracy import DELTA, EPSILONS, evaluate, ind_knn, kernel_vote, knn_majority  # noqa: E402
-from bench_ind_knn_accuracy import pknn_sigma, private_knn, result_tables  # noqa: E402
+from bench_ind_knn_accuracy import (  # noqa: E402  # noqa: E402
+    DELTA,
+    EPSILONS,
+    evaluate,
+    ind_knn,
+    kernel_vote,
+    knn_majority,
+    pknn_sigma,
+    private_knn,
+    result_tables,
+)
 
 from dpledger.predict import text_data  # noqa: E402
 from dpledger.predict.datasets import DataUnavailableError  # noqa: E402

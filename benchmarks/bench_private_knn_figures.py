@@ -192,7 +192,7 @@ def implied_sensitivity(sigma, q, n, delta, target):
 
 def table3():
     rows, values = [], {}
-    for name, k, sigma, q, n, delta, paper in TABLE3:
+    for name, _k, sigma, q, n, delta, paper in TABLE3:
         # the authors' code: RDP_inde_pate_gaussian(sigma = int(sigma / tau)) = alpha / int(sigma/tau)^2
         code_sens = math.sqrt(2.0) * sigma / int(sigma / TAU)
         code = classic_integer(lambda a: n * subsampled_gaussian_rdp(sigma, code_sens, q)(a), delta)

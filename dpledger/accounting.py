@@ -9,9 +9,9 @@ import json
 
 import numpy as np
 
+from dpledger import _format
 from dpledger.accountants import FourierAccountant, RDPAccountant
 from dpledger.accountants.calibration import calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
-from dpledger import _format
 from dpledger.ledger_spec import Entry, SpecError, entries_from_json
 from dpledger.mechanisms import Composed, SelfComposed
 from dpledger.mechanisms.errors import DPLedgerError, MissingCapabilityError

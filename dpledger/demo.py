@@ -148,7 +148,7 @@ def format_report(results, delta, seconds):
         "'acc'; 'acc ans.' is over answered queries.",
         "",
     ]
-    for name, entry in results.items():
+    for _name, entry in results.items():
         knn = entry["runs"][0]
         lines.append(f"{entry['data']}")
         lines.append(f"  non-private kNN (k=5, cosine): accuracy {_pct(knn['accuracy'])} (no privacy)")

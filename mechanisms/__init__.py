@@ -7,7 +7,11 @@ vectorised over real orders in (1, inf] (inf meaning pure DP), ``+inf`` where no
 from dpledger.mechanisms import subsampled_rdp
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import Composed, SelfComposed
-from dpledger.mechanisms.custom_pairs import CharacteristicFunctionMechanism, ContinuousPairMechanism, DiscretePairMechanism
+from dpledger.mechanisms.custom_pairs import (
+    CharacteristicFunctionMechanism,
+    ContinuousPairMechanism,
+    DiscretePairMechanism,
+)
 from dpledger.mechanisms.errors import (
     DPLedgerError,
     DPLedgerWarning,

@@ -228,7 +228,7 @@ class Mechanism(abc.ABC):
             raise TypeError(f"`direction` of {type(self).__name__}.{method} must be a Direction; got {direction!r}.")
         try:
             raw = np.asarray(s)
-            if raw.dtype == object or not (raw.dtype.kind in "biufc"):
+            if raw.dtype == object or raw.dtype.kind not in "biufc":
                 raise TypeError  # None, strings, mixed objects: not numbers (numpy would turn None into nan)
             arr = raw.astype(np.complex128)
         except (TypeError, ValueError):

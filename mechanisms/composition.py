@@ -5,7 +5,6 @@ composition of pure DP), for adaptively chosen mechanisms.
 """
 
 import dataclasses
-
 import math
 
 import numpy as np

@@ -21,14 +21,14 @@ pair), so Poisson subsampling of a pair uses the general bound of thesis Thm 2.3
 import dataclasses
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss
 from dpledger.mechanisms.base import Mechanism
-from dpledger.mechanisms.relations import Direction
 from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
+from dpledger.mechanisms.relations import Direction
 
 __all__ = ["DiscretePairMechanism", "ContinuousPairMechanism", "CharacteristicFunctionMechanism"]
 
@@ -336,7 +336,8 @@ class CharacteristicFunctionMechanism(Mechanism):
     Its RDP is read off the real axis (both directions); ``pure_epsilon_value`` (default inf) is the largest
     absolute privacy loss if known. ``log_mgf_sup_function(c, u_min)``, if given, must bound
     ``sup_{|u| >= u_min} Re log M(c + iu)``; without it the accountant assumes no decay (always valid, but a
-    characteristic function that does decay then needs many more nodes, or cannot be certified). It cannot be Poisson-subsampled in the Fourier accountant (that needs the
+    characteristic function that does decay then needs many more nodes, or cannot be certified). It cannot be
+    Poisson-subsampled in the Fourier accountant (that needs the
     pair itself); use DiscretePairMechanism or ContinuousPairMechanism for that.
 
     Examples

@@ -131,7 +131,8 @@ class GaussianMechanism(Mechanism):
     loss_is_discrete = False
 
     def loss_buckets(self, edges, direction):
-        """Bucket masses of ``L ~ N(mu^2/2, mu^2)`` (both directions; :func:`mechanisms.loss_buckets.subsampled_gaussian_buckets` at ``q = 1``)."""
+        """Bucket masses of ``L ~ N(mu^2/2, mu^2)`` (both directions;
+        :func:`mechanisms.loss_buckets.subsampled_gaussian_buckets` at ``q = 1``)."""
         return loss_buckets.subsampled_gaussian_buckets(1.0 / self.noise_multiplier, 1.0, edges, True)
 
     def subsampled_loss_buckets(self, edges, direction, sampling_probability):
@@ -140,7 +141,8 @@ class GaussianMechanism(Mechanism):
             1.0 / self.noise_multiplier, sampling_probability, edges, direction is Direction.REMOVE)
 
     def subsampled_log_f_enclosure(self, a, v, sampling_probability):
-        """Proven enclosure of the subsampled pair's ``F(a + iv)`` (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""
+        """Proven enclosure of the subsampled pair's ``F(a + iv)``
+        (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""
         return subsampled_gaussian_cf.log_f_enclosure(a, v, sampling_probability, 1.0 / self.noise_multiplier)
 
     def subsampled_log_f_sup(self, a, v_min, sampling_probability):

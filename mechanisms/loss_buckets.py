@@ -20,7 +20,8 @@ The P- and Q-masses of a bucket fix how :mod:`accountants.privacy_buckets` split
 Rounding model: ``exp``, ``expm1``, ``log1p`` and the basic operations are within 2 ulps; scipy's ``ndtr`` is
 within ``8u (8 + x^2)`` relative for results above ``1e-300`` (the largest error seen against mpmath over
 60,000 points in [-37.5, 8.5] was ``2u (8 + x^2)``, at x = -22.8; tests/mechanisms/test_loss_buckets.py checks
-half the margin; the ``x^2`` term is the rounding of ``x^2 / 2`` inside ``exp``), below which the value is enclosed by ``[0, 1e-300]``.
+half the margin; the ``x^2`` term is the rounding of ``x^2 / 2`` inside ``exp``), below which the value is enclosed
+by ``[0, 1e-300]``.
 """
 
 import typing
@@ -30,7 +31,13 @@ from scipy import special
 
 from dpledger.mechanisms._logmath import EPS
 
-__all__ = ["LossBuckets", "atom_buckets", "normal_cdf_bounds", "subsampled_gaussian_buckets", "subsampled_laplace_buckets"]
+__all__ = [
+    "LossBuckets",
+    "atom_buckets",
+    "normal_cdf_bounds",
+    "subsampled_gaussian_buckets",
+    "subsampled_laplace_buckets",
+]
 
 _U = EPS / 2
 
@@ -116,7 +123,8 @@ def _threshold(z_lo, z_hi, mu):
 
 
 def subsampled_gaussian_buckets(mu, q, edges, remove):
-    """:class:`LossBuckets` of the Poisson-subsampled Gaussian pair, ``q`` in ``(0, 1]`` (``q = 1``: the Gaussian itself), base pair ``A = N(mu, 1)``, ``B = N(0, 1)``.
+    """:class:`LossBuckets` of the Poisson-subsampled Gaussian pair, ``q`` in ``(0, 1]`` (``q = 1``: the Gaussian
+    itself), base pair ``A = N(mu, 1)``, ``B = N(0, 1)``.
 
     Remove direction, ``((1-q) B + q A, B)`` (thesis Thm 3.3.5): ``L(x) = log(1 - q + q e^(mu x - mu^2/2))``
     increases in the output ``x``, so ``L <= l`` iff ``x <= x(l) = (z(l) + mu^2/2) / mu`` with

@@ -272,8 +272,9 @@ def subsampled_log_f(z, gamma, quadrature):
         if flat.size * r.size > MAX_LINE_WORK:
             raise NumericalError(
                 f"evaluating the subsampled characteristic function at {flat.size} frequencies over {r.size} "
-                f"quadrature nodes (those that matter) exceeds the work limit {MAX_LINE_WORK:.3g}: the privacy loss is too spread out "
-                "for the characteristic-function accountant at this accuracy; use RDPAccountant, or a larger rtol."
+                f"quadrature nodes (those that matter) exceeds the work limit {MAX_LINE_WORK:.3g}: the privacy loss is "
+                "too spread out for the characteristic-function accountant at this accuracy; use RDPAccountant, or a "
+                "larger rtol."
             )
         # powers[j] = e^(i j du r) by the recurrence (j < 32); each block of 32 frequencies restarts from an exact
         # exponential e^(i u_start r) and is one matrix-vector product: F(u_start + j du) = powers[j] . (e c).

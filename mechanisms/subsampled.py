@@ -154,7 +154,9 @@ class PoissonSubsampled(Mechanism):
     def dominating_mechanism(self):
         """The subsample of the base's dominating mechanism (subsampling commutes with post-processing)."""
         base = self.mechanism.dominating_mechanism()
-        return self if base is self.mechanism else PoissonSubsampled(base, sampling_probability=self.sampling_probability)
+        if base is self.mechanism:
+            return self
+        return PoissonSubsampled(base, sampling_probability=self.sampling_probability)
 
     def gaussian_loss_noise_multiplier(self):
         return self.mechanism.gaussian_loss_noise_multiplier() if self.sampling_probability == 1.0 else None

@@ -19,7 +19,8 @@ factor ``>= cos(mu y / 2)``) and ``|phi(x + iy)| = phi(x) e^(y^2 / 2)``. Hence::
     |f(x + iy)| <= phi(x) e^(y^2/2) B(x)^a cos(mu y/2)^min(a, 0) e^(|v| theta(x, |y|)).        (*)
 
 **Quadrature.** ``[X_lo, X_hi]`` is cut into zones of length about 2, each zone into ``2^k`` equal panels of
-half-length ``l`` (``k`` per zone), each panel with the 20-point Gauss-Legendre rule. For ``f`` analytic in the Bernstein ellipse ``E_rho`` of a panel with ``|f| <= M`` there,
+half-length ``l`` (``k`` per zone), each panel with the 20-point Gauss-Legendre rule. For ``f`` analytic in the
+Bernstein ellipse ``E_rho`` of a panel with ``|f| <= M`` there,
 the rule's error is at most ``(64/15) l M rho^(-2n) / (rho^2 - 1)`` (Trefethen, *Approximation Theory and
 Approximation Practice*, Thm 19.3, scaled to a panel). ``M`` is bounded by (*) on the rectangle enclosing the
 ellipse (real extent ``l (rho + 1/rho) / 2`` about the centre, imaginary ``y = l (rho - 1/rho) / 2``): ``phi`` at

@@ -15,8 +15,9 @@ for the general bound (thesis Thm 2.3.1) or the Pearson-Vajda condition (Thm 2.3
 
 With ``x = d / b`` and ``y = d / p`` (so ``b x = p y = d``), and ``f_beta(t) = (1 + t)^beta - 1 - beta t``::
 
-    S_remove = E_Q[(P'/Q)^alpha]       = b (1 + x)^alpha     + p (1 - y)^alpha     = 1 + b f_alpha(x)   + p f_alpha(-y)
-    S_add    = E_P'[(Q/P')^alpha]      = b (1 + x)^(1-alpha) + p (1 - y)^(1-alpha) = 1 + b f_(1-alpha)(x) + p f_(1-alpha)(-y)
+    S_remove = E_Q[(P'/Q)^alpha]  = b (1 + x)^alpha     + p (1 - y)^alpha     = 1 + b f_alpha(x) + p f_alpha(-y)
+    S_add    = E_P'[(Q/P')^alpha] = b (1 + x)^(1-alpha) + p (1 - y)^(1-alpha)
+                                  = 1 + b f_(1-alpha)(x) + p f_(1-alpha)(-y)
 
 (the linear terms ``beta (b x - p y)`` vanish), and ``eps(alpha) = max(log S_remove, log S_add) / (alpha - 1)``.
 Both ``f`` are non-negative and convex with their minimum 0 at ``t = 0`` (``t -> (1 + t)^beta`` is convex for

@@ -1,7 +1,7 @@
 """Mechanisms described by a zCDP parameter or by a user's own RDP function."""
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -12,13 +12,15 @@ Torch is used here (and only here) for blocked distance and kernel computations.
 explicit ``random_state``; numpy's generator is not cryptographically secure.
 """
 
-try:
-    import torch  # noqa: F401  (first: scikit-learn probes torch itself)
-    import sklearn  # noqa: F401
-except ImportError as _missing:  # pragma: no cover - exercised in a venv without the extra
-    raise ImportError(
-        f"dpledger.predict needs the 'predict' extra ({_missing.name} is missing): pip install 'dpledger[predict]'"
-    ) from _missing
+import importlib as _importlib
+
+for _extra in ("torch", "sklearn"):  # torch first: scikit-learn probes torch itself
+    try:
+        _importlib.import_module(_extra)
+    except ImportError as _missing:  # exercised in tests/packaging without the extra
+        raise ImportError(
+            f"dpledger.predict needs the 'predict' extra ({_extra} is missing): pip install 'dpledger[predict]'"
+        ) from _missing
 
 from dpledger.predict._common import ABSTAIN
 from dpledger.predict.ind_knn import IndKNNClassifier

@@ -382,7 +382,7 @@ class IndKNNClassifier:
             return
         s = self._sorted_spend
         mids = np.empty((len(self._log), 2))
-        for k, (idx, old, new) in enumerate(self._log):
+        for k, (_idx, old, new) in enumerate(self._log):
             changed = new != old
             if changed.any():
                 s = _replace_sorted(s, old[changed], new[changed])

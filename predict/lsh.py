@@ -24,7 +24,15 @@ import numpy as np
 import torch
 
 from dpledger.predict.neighbours import (
-    ExactSearch, _U32, _dot_margin, _gamma, _rbf_bounds, _to_csr, canonical_sq_norms, pair_dots, pair_kernel,
+    _U32,
+    ExactSearch,
+    _dot_margin,
+    _gamma,
+    _rbf_bounds,
+    _to_csr,
+    canonical_sq_norms,
+    pair_dots,
+    pair_kernel,
 )
 
 __all__ = ["LSHSearch"]

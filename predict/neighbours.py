@@ -131,7 +131,9 @@ def prepare_points(X, kernel, *, name="X", owner="ExactSearch"):
         norms = np.sqrt(np.einsum("ij,ij->i", out, out, dtype=np.float64))
         if (norms == 0).any():
             row = int(np.flatnonzero(norms == 0)[0])
-            raise ValueError(f"`{name}` of {owner} must have no all-zero row for kernel='cosine'; got one at row {row}.")
+            raise ValueError(
+                f"`{name}` of {owner} must have no all-zero row for kernel='cosine'; got one at row {row}."
+            )
         out /= norms[:, None].astype(np.float32)
     return out
 
@@ -198,7 +200,8 @@ def _rbf_bounds(d, tau, nu):
     value ``exp(-d2 / nu^2)`` reaches ``tau`` passes the prefilter (rounding of the scaling covered by ``4 u``).
     """
     c = 2.0 * (2.0 * _gamma(d) + 3.0 * _U32) * 1.01 + 4.0 * _U32
-    # exp(-d2 / nu^2) rounds to values >= tau up to d2 = -nu^2 ln(tau) (1 + 1e-16) and, at tau = 1, up to d2 = nu^2 2^-53
+    # exp(-d2 / nu^2) rounds to values >= tau up to d2 = -nu^2 ln(tau) (1 + 1e-16) and, at tau = 1, up to d2 = nu^2
+    # 2^-53
     threshold = float(nu) ** 2 * (-math.log(tau) * (1.0 + 1e-9) + 2.0 ** -52)
     return c, threshold
 

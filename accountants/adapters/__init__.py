@@ -21,7 +21,11 @@ from dpledger.accountants.adapters.dp_events import (
     from_dp_event,
     to_dp_event,
 )
-from dpledger.accountants.adapters.opacus_accountant import OpacusAccountant, opacus_mechanism, register_opacus_accountants
+from dpledger.accountants.adapters.opacus_accountant import (
+    OpacusAccountant,
+    opacus_mechanism,
+    register_opacus_accountants,
+)
 from dpledger.accountants.adapters.rdp_curve import AutodpMechanism, RDPCurveMechanism, from_autodp, from_rdp_curve
 
 __all__ = [

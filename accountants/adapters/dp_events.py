@@ -19,10 +19,9 @@ from dpledger.mechanisms.composition import Composed, SelfComposed
 from dpledger.mechanisms.errors import DPLedgerError
 from dpledger.mechanisms.gaussian import GaussianMechanism
 from dpledger.mechanisms.laplace import LaplaceMechanism
-from dpledger.mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
-from dpledger.mechanisms.subsampled import PoissonSubsampled
 from dpledger.mechanisms.non_private import NonPrivateMechanism
-from dpledger.mechanisms.randomized_response import KaryRandomizedResponse
+from dpledger.mechanisms.randomized_response import KaryRandomizedResponse, PureDPMechanism, RandomizedResponse
+from dpledger.mechanisms.subsampled import PoissonSubsampled
 from dpledger.mechanisms.zcdp import ApproximateZCDPCurve, CustomRDPMechanism, ZCDPMechanism
 
 __all__ = [
@@ -86,7 +85,7 @@ def from_dp_event(event):
     return _translate(event, "root")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _handlers():
     e = require("dp_accounting.dp_event", "from_dp_event")
     table = {
@@ -179,8 +178,8 @@ def _from_zcdp(event, path):
 
 
 def _from_epsilon_delta(event, path):
-    epsilon = _validate.nonnegative(getattr(event, "epsilon"), "epsilon", f"EpsilonDeltaDpEvent (at {path})")
-    delta = _validate.probability(getattr(event, "delta"), "delta", f"EpsilonDeltaDpEvent (at {path})")
+    epsilon = _validate.nonnegative(event.epsilon, "epsilon", f"EpsilonDeltaDpEvent (at {path})")
+    delta = _validate.probability(event.delta, "delta", f"EpsilonDeltaDpEvent (at {path})")
     if delta > 0.0:
         raise UnsupportedTranslationError(
             f"EpsilonDeltaDpEvent (at {path}) has no sound dpledger translation: an (epsilon, delta)-DP guarantee "

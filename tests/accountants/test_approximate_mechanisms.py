@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from dpledger.accountants import AccuracyError, FourierAccountant, RDPAccountant
 from dpledger.accountants.report import BoundKind, PrivacyReport
-from tests.mechanisms._shared import EstimatedLaplace
 from dpledger.mechanisms import (
     Composed,
     ContinuousPairMechanism,
@@ -28,6 +27,7 @@ from dpledger.mechanisms import (
     SelfComposed,
 )
 from dpledger.mechanisms.relations import NeighboringRelation
+from tests.mechanisms._shared import EstimatedLaplace
 
 mp.mp.dps = 50
 
@@ -171,7 +171,7 @@ def test_bound_kind_is_part_of_every_report():
     assert closed.bound is BoundKind.UPPER and closed.proven and closed.bound == "upper bound"
     assert closed.to_dict()["bound"] == "upper bound"
     # a subsampled pair known only by quadrature (no proven enclosure, no loss buckets): an estimate
-    sub = FourierAccountant().compose(PoissonSubsampled(EstimatedLaplace(scale=1.0), sampling_probability=0.1), count=100)
+    sub = FourierAccountant().compose(PoissonSubsampled(EstimatedLaplace(scale=1.0), 0.1), count=100)
     report = sub.epsilon_report(1e-5)
     assert report.bound is BoundKind.ESTIMATE and not report.proven
     assert "estimated part: PoissonSubsampled" in report.method
@@ -181,7 +181,7 @@ def test_bound_kind_is_part_of_every_report():
 
 
 def test_estimating_getters_warn_and_proven_ones_do_not():
-    sub = FourierAccountant().compose(PoissonSubsampled(EstimatedLaplace(scale=1.0), sampling_probability=0.1), count=100)
+    sub = FourierAccountant().compose(PoissonSubsampled(EstimatedLaplace(scale=1.0), 0.1), count=100)
     with pytest.warns(EstimateWarning, match="estimate, not a proven upper bound"):
         sub.get_epsilon(1e-5)
     with pytest.warns(EstimateWarning, match="estimate"):

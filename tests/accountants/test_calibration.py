@@ -1,13 +1,19 @@
 """Calibration never overshoots the target, is nearly minimal, and refuses impossible searches loudly."""
 
+import mpmath as mp
 import numpy as np
 import pytest
-import mpmath as mp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpledger.accountants import RDPAccountant, calibrate, calibrate_gaussian_sigma, calibrate_laplace_scale
-from dpledger.mechanisms import CustomRDPMechanism, GaussianMechanism, LaplaceMechanism, PoissonSubsampled, SearchRangeError
+from dpledger.mechanisms import (
+    CustomRDPMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    PoissonSubsampled,
+    SearchRangeError,
+)
 from tests.oracles.analytic_gaussian import composed_mu, gaussian_delta
 
 

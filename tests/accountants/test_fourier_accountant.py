@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpledger.accountants import AccuracyError, Bounds, FourierAccountant, PrivacyReport, RDPAccountant
-from tests.mechanisms._shared import EstimatedLaplace
 from dpledger.mechanisms import (
     Composed,
     CustomRDPMechanism,
@@ -32,6 +31,7 @@ from dpledger.mechanisms import (
 )
 from dpledger.mechanisms.relations import Direction
 from tests import published_values
+from tests.mechanisms._shared import EstimatedLaplace
 from tests.oracles import privacy_profiles as pp
 from tests.oracles.analytic_gaussian import (
     composed_mu,

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from dpledger.accountants import AccuracyError, FourierAccountant, RDPAccountant
-from tests.mechanisms._shared import EstimatedLaplace
 from dpledger.mechanisms import (
     CustomRDPMechanism,
     GaussianMechanism,
@@ -14,6 +13,7 @@ from dpledger.mechanisms import (
     RandomizedResponse,
     ZCDPMechanism,
 )
+from tests.mechanisms._shared import EstimatedLaplace
 from tests.oracles.analytic_gaussian import composed_mu, gaussian_delta_float, gaussian_epsilon_float
 
 

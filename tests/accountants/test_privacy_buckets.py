@@ -87,7 +87,8 @@ def _exact_discrete(pairs, direction):
 
 
 def test_three_outcome_pairs_bracket_their_enumeration():
-    pairs = [(np.log([0.5, 0.3, 0.2]), np.log([0.2, 0.3, 0.5]), 6), (np.log([0.6, 0.3, 0.1]), np.log([0.3, 0.3, 0.4]), 4)]
+    pairs = [(np.log([0.5, 0.3, 0.2]), np.log([0.2, 0.3, 0.5]), 6),
+             (np.log([0.6, 0.3, 0.1]), np.log([0.3, 0.3, 0.4]), 4)]
     ledger = privacy_buckets.BucketLedger([(DiscretePairMechanism(p, q), n) for p, q, n in pairs])
     for eps in (0.0, 1.0, 2.5, 4.0):
         exact = max(sum(m * max(0.0, 1.0 - math.exp(eps - loss)) for loss, m in _exact_discrete(pairs, d).items())

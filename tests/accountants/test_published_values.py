@@ -24,7 +24,8 @@ BY_ID = {v["id"]: v for v in PUBLISHED_VALUES + SETTINGS_WITHOUT_PUBLISHED_NUMBE
 
 
 def _sgd(setting):
-    return PoissonSubsampled(GaussianMechanism(sigma=setting["sigma"]), sampling_probability=setting["sampling_probability"])
+    return PoissonSubsampled(GaussianMechanism(sigma=setting["sigma"]),
+                             sampling_probability=setting["sampling_probability"])
 
 
 @pytest.mark.parametrize("key,delta", [

@@ -47,7 +47,8 @@ def _check(ledger):
 def test_known_ledger_whose_nearest_sum_is_below_the_exact_one():
     # Summed to nearest (as the accountant did), the total at order 2 is below the exact sum of the three curves
     # (checked on the plain float sum, so this test fails if the accountant rounds to nearest).
-    ledger = [(GaussianMechanism(sigma=2.8), 16), (GaussianMechanism(sigma=4.78), 19), (LaplaceMechanism(scale=1.15), 5)]
+    ledger = [(GaussianMechanism(sigma=2.8), 16), (GaussianMechanism(sigma=4.78), 19),
+              (LaplaceMechanism(scale=1.15), 5)]
     naive = 0.0
     for m, count in ledger:
         naive = naive + count * float(m.rdp(2.0))

@@ -11,9 +11,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from dpledger.accountants import FourierAccountant, RDPAccountant
-from dpledger.accountants.adapters import MissingPeerError, OpacusAccountant, opacus_mechanism, register_opacus_accountants
+from dpledger.accountants.adapters import (
+    MissingPeerError,
+    OpacusAccountant,
+    opacus_mechanism,
+    register_opacus_accountants,
+)
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
-from dpledger.mechanisms.errors import DPLedgerWarning
 
 
 def direct(history, method=RDPAccountant):

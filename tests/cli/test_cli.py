@@ -12,12 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpledger import _format
 from dpledger.accountants import FourierAccountant, RDPAccountant, calibrate_gaussian_sigma, calibrate_laplace_scale
 from dpledger.accountants.fourier_accountant import AccuracyError
-from dpledger import _format
 from dpledger.cli import main
 from dpledger.ledger_spec import entries_from_items, entries_from_json
-from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse, ZCDPMechanism
+from dpledger.mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    PoissonSubsampled,
+    RandomizedResponse,
+    ZCDPMechanism,
+)
 
 DP_SGD = ["--mechanism", "gaussian", "--sigma", "1.1", "--sampling-probability", "0.01", "--count", "10000"]
 MIX = ["--mechanism", "laplace", "--scale", "20", "--count", "50",

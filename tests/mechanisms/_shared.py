@@ -33,7 +33,7 @@ def closed_form_atol(order):
     return 4 * EPS64 / (order - 1.0) if np.isfinite(order) else 0.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def laplace_rdp_mp(order, lam):
     """Mironov 2017 Prop 6 (``lam = scale / sensitivity``), real order > 1, at DPS digits."""
     with mp.workdps(DPS):
@@ -41,7 +41,7 @@ def laplace_rdp_mp(order, lam):
         return mp.log(a / (2 * a - 1) * mp.exp((a - 1) / b) + (a - 1) / (2 * a - 1) * mp.exp(-a / b)) / (a - 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bernoulli_rdp_mp(order, log_p, log_1mp):
     """Mironov 2017 Prop 5: ``log(p^a (1-p)^(1-a) + (1-p)^a p^(1-a)) / (a - 1)`` from the two log-probabilities."""
     with mp.workdps(DPS):

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from dpledger.accountants import FourierAccountant
 from dpledger.accountants.report import BoundKind
-from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, subsampled_gaussian_cf as cf
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
+from dpledger.mechanisms import subsampled_gaussian_cf as cf
 from tests.oracles import privacy_profiles as pp
 
 #: Oracle precision: Gauss-Legendre of degree 4 at 30 digits agrees with degree 5 far below the enclosures' 1e-13.

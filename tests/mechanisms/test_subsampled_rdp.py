@@ -30,19 +30,19 @@ BASES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _log_moment(kind, param):
     return functools.lru_cache(maxsize=None)(BASES[kind][1](param))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exact(kind, param, q, order, general=False):
     """Oracle value as a float: thesis Thm 2.3.2/2.3.4 (exact for all three bases) or Thm 2.3.1."""
     bound = oracle.general_bound if general else oracle.tight_bound
     return float(bound(order, q, _log_moment(kind, param), dps=40))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exact_for_library_base(kind, param, q, order, general=False):
     """The exact binomial sum (mpmath) of the base curve as the library evaluates it (float64, rounded up).
 
@@ -169,7 +169,7 @@ FRACTIONAL_CASES = [  # (order, q, sigma)
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gaussian_integral(order, q, sigma, reverse=False):
     f = oracle.subsampled_gaussian_rdp_integral_reverse if reverse else oracle.subsampled_gaussian_rdp_integral
     value, error = f(order, q, sigma, dps=40, return_error=True)

@@ -131,8 +131,8 @@ def test_randomized_response_near_one_composed_meets_its_delta():
         with mp.workdps(50):
             P = mp.mpf(p)
             L = mp.log(P / (1 - P))
-            exact = mp.fsum(mp.binomial(n, k) * P**k * (1 - P) ** (n - k) * max(0, 1 - mp.exp(mp.mpf(eps) - L * (2 * k - n)))
-                            for k in range(n + 1))
+            exact = mp.fsum(mp.binomial(n, k) * P**k * (1 - P) ** (n - k)
+                            * max(0, 1 - mp.exp(mp.mpf(eps) - L * (2 * k - n))) for k in range(n + 1))
         assert exact <= delta
 
 
@@ -178,8 +178,8 @@ def test_fourier_lattice_of_randomized_response_contains_the_exact_delta(p, n, f
         P = mp.mpf(p)
         L = mp.log(P / (1 - P))
         epsilon = float(L * n * fraction)
-        exact = mp.fsum(mp.binomial(n, k) * P**k * (1 - P) ** (n - k) * max(0, 1 - mp.exp(mp.mpf(epsilon) - L * (2 * k - n)))
-                        for k in range(n + 1))
+        exact = mp.fsum(mp.binomial(n, k) * P**k * (1 - P) ** (n - k)
+                        * max(0, 1 - mp.exp(mp.mpf(epsilon) - L * (2 * k - n))) for k in range(n + 1))
     b = FourierAccountant().compose(RandomizedResponse(p=p), count=n).delta_bounds(epsilon)
     assert mp.mpf(b.lower) <= exact <= mp.mpf(b.upper)
 

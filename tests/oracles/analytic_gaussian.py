@@ -122,7 +122,10 @@ def gaussian_delta_float(epsilon, mu, dps=DPS):
     return float(gaussian_delta(epsilon, mu, dps=dps))
 
 
-def gaussian_epsilon(delta, mu, dps=DPS, rtol=mp.mpf("1e-30")):
+_RTOL = mp.mpf("1e-30")
+
+
+def gaussian_epsilon(delta, mu, dps=DPS, rtol=_RTOL):
     """Exact epsilon(delta) of the Gaussian mechanism by bracketed bisection.
 
     Parameters

@@ -41,7 +41,7 @@ def bernoulli_renyi(order, log_p, log_1mp, log_q, log_1mq):
         return mp.log1p(s) / (a - 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def screening_rdp(order, k, threshold, sigma, lo):
     """Brute force of Private-kNN Thm 9 over every plurality ``t`` in ``[lo, k - 1]`` and both orders of
     ``(t, t + 1)``. ``order`` is a float or ``float('inf')``; parameters are converted exactly."""
@@ -67,7 +67,7 @@ def data_dependent_rdp(order, k, threshold, sigma, lo, t):
         return best
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def subsampled_screening_pairwise_rdp(order, k, threshold, sigma, lo, gamma):
     """Max over ordered neighbouring pluralities (with the record ``t'``, without it ``t``) of both exact
     divergences between ``Bern((1 - g) p_t + g p_t')`` and ``Bern(p_t)`` (:func:`subsampled_bernoulli_rdp`);

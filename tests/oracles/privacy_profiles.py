@@ -398,7 +398,7 @@ def _oscillation_points(lo, hi, width, r, u):
     return pts
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gauss_legendre_nodes(degree, prec):
     return GaussLegendre(mp.mp).calc_nodes(degree, prec)
 
@@ -481,7 +481,7 @@ def laplace_log_mgf(s, sensitivity, scale, direction="remove", dps=30):
         return mp.log(outer + _fixed_gauss_legendre(f, inner, 4))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def subsampled_log_mgf(s, q, base, parameter, direction="remove", dps=20, degree=3):
     """``log E_P[e^(sL)]`` of a Poisson-subsampled pair (thesis Thm 3.3.5), sensitivity 1, complex ``s``.
 

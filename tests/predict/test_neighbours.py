@@ -296,7 +296,10 @@ def test_tau_one_keeps_exact_duplicates_under_rbf(search):
     X, Q = draw(3, 30, 4, 6, scale=3.0)
     X[7] = Q[2]
     kw = dict(kernel="rbf", nu=0.5)
-    s = ExactSearch(X, **kw) if search == "exact" else LSHSearch(X, tables=2, bits=3, rng=np.random.default_rng(0), **kw)
+    if search == "exact":
+        s = ExactSearch(X, **kw)
+    else:
+        s = LSHSearch(X, tables=2, bits=3, rng=np.random.default_rng(0), **kw)
     p = s.pairs(Q, 1.0)
     assert p.query(2)[0].tolist() == [7] and p.query(2)[1].tolist() == [1.0]
     assert p.indices.size == 1

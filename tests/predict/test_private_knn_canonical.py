@@ -35,7 +35,8 @@ def test_distances_are_bitwise_functions_of_query_and_record(seed, n, d, ties, m
     keep = np.delete(np.arange(n), drop)
     fewer = pairwise_distances(Q, Reference.from_array(X[keep], metric=metric))
     assert torch.equal(full[:, keep], fewer)  # no other record's presence changes a value
-    singles = torch.cat([pairwise_distances(Q[i : i + 1], Reference.from_array(X, metric=metric)) for i in range(len(Q))])
+    reference = Reference.from_array(X, metric=metric)
+    singles = torch.cat([pairwise_distances(Q[i : i + 1], reference) for i in range(len(Q))])
     assert torch.equal(singles, full)  # nor does the blocking of queries
     permuted = np.random.default_rng(seed + 1).permutation(n)
     assert torch.equal(pairwise_distances(Q, Reference.from_array(X[permuted], metric=metric)), full[:, permuted])

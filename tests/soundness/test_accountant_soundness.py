@@ -149,7 +149,8 @@ def test_gaussian_and_randomized_response_mixtures(sigma, n_g, p, n_rr, delta, f
     assume(mu < 50)
     groups = [(pp.rr_pair_from_p(p), n_rr)]
     eps = float(fraction * (mu * mu / 2 + 4 * mu + n_rr * abs(math.log(p / (1 - p)))))
-    check_ledger("Gaussian + randomized response", [(GaussianMechanism(sigma=sigma), n_g), (RandomizedResponse(p=p), n_rr)],
+    check_ledger("Gaussian + randomized response",
+                 [(GaussianMechanism(sigma=sigma), n_g), (RandomizedResponse(p=p), n_rr)],
                  lambda e: pp.gaussian_mixture_profile(e, mu, groups), certified=True, deltas_to_try=[delta],
                  epsilons_to_try=[eps])
 
@@ -184,7 +185,8 @@ def test_custom_discrete_pairs_with_missing_mass(wp, wq, missing, count, delta, 
                 outcomes = [(mp.mpf(o[first]), mp.mpf(o[second])) for o in pair]
                 probs = {(): (mp.mpf(1), mp.mpf(1))}
                 for _ in range(count):
-                    probs = {k + (i,): (a * o[0], b * o[1]) for k, (a, b) in probs.items() for i, o in enumerate(outcomes)}
+                    probs = {k + (i,): (a * o[0], b * o[1])
+                             for k, (a, b) in probs.items() for i, o in enumerate(outcomes)}
                 total = max(total, mp.fsum(max(a - mp.exp(e) * b, 0) for a, b in probs.values()))
             return total
 
