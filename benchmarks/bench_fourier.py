@@ -16,7 +16,7 @@ a. one subsampled Gaussian (q = 0.01, sigma = 1.1) at 10,000 and 100,000 steps, 
 b. a ledger of 200 distinct Gaussians and 50 distinct randomized responses, then ``get_epsilon(1e-5)``;
 c. 200 distinct subsampled Gaussians (q = 0.01, 10 steps each).
 
-Run alone with ``python benchmarks/bench_fourier.py`` (or name sections: ``dpsgd gaussian single mixed
+Run alone with ``python -m benchmarks.bench_fourier`` (or name sections: ``dpsgd gaussian single mixed
 subsampled``).
 """
 
@@ -28,9 +28,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402
+from benchmarks._common import (
     Goal,
     Section,
     format_float,
@@ -42,10 +40,9 @@ from _common import (  # noqa: E402
     render_sections,
     time_call,
 )
-
-from dpledger.accountants import RDPAccountant  # noqa: E402
-from dpledger.accountants.fourier_accountant import FourierAccountant  # noqa: E402
-from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse  # noqa: E402
+from dpledger.accountants import RDPAccountant
+from dpledger.accountants.fourier_accountant import FourierAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
 
 __all__ = ["run"]
 
@@ -734,7 +731,7 @@ SECTIONS = {
 }
 
 if __name__ == "__main__":
-    # python benchmarks/bench_fourier.py [dpsgd gaussian single mixed subsampled]  (default: all)
+    # python -m benchmarks.bench_fourier [dpsgd gaussian single mixed subsampled]  (default: all)
     names = sys.argv[1:] or list(SECTIONS)
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:

@@ -12,24 +12,18 @@ For each cell (fresh accountants, one timed call each, after one warm-up of the 
 * one step: the exact delta from the mpmath oracle (tests/oracles/privacy_profiles.py, closed form through Phi)
   at the interval's two ends, which must straddle delta.
 
-Run: ``python benchmarks/bench_fourier_grid.py`` (``--quick`` for steps <= 100 and two sigmas). Prints a markdown
+Run: ``python -m benchmarks.bench_fourier_grid`` (``--quick`` for steps <= 100 and two sigmas). Prints a markdown
 section for benchmarks/RESULTS.md.
 """
 
 import argparse
 import math
-import pathlib
-import sys
 import time
 import warnings
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from _common import machine_description, markdown_table, optional_import  # noqa: E402
-
-from dpledger.accountants import FourierAccountant, RDPAccountant  # noqa: E402
-from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+from benchmarks._common import machine_description, markdown_table, optional_import
+from dpledger.accountants import FourierAccountant, RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
 DELTA = 1e-5
 QS = (1e-4, 1e-3, 0.01, 0.1, 0.5)
@@ -111,7 +105,7 @@ def run(quick=False):
     lines = [
         "## Fourier grid (issue 14): every subsampled-Gaussian cell, labels and time against dp_accounting PLD",
         "",
-        f"Command: `python benchmarks/bench_fourier_grid.py{' --quick' if quick else ''}`; delta = {DELTA:g}; "
+        f"Command: `python -m benchmarks.bench_fourier_grid{' --quick' if quick else ''}`; delta = {DELTA:g}; "
         "wall times of one fresh call each (dpledger: `epsilon_bounds`; PLD: `PLDAccountant()` default "
         "discretisation, compose, `get_epsilon`).",
         "",

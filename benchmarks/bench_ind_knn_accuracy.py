@@ -26,12 +26,11 @@ Protocol (Ind-KNN paper Sec 4 and supplement Sec 3):
   (sigma1 and Private-kNN's noise recalibrated for each T, Ind-KNN's (sigma2, tau) from the T = 1,000 tuning),
   Ind-KNN with and without prediction reuse, 3 seeds per point.
 
-Run from the repository root: ``python benchmarks/bench_ind_knn_accuracy.py`` (``--quick`` for a smoke run).
+Run from the repository root: ``python -m benchmarks.bench_ind_knn_accuracy`` (``--quick`` for a smoke run).
 Writes its section of ``benchmarks/results/ind_knn.md``.
 """
 
 import argparse
-import pathlib
 import statistics
 import sys
 import time
@@ -39,18 +38,14 @@ import time
 import numpy as np
 import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from _common import load_average, markdown_table  # noqa: E402
-from bench_ind_knn_speed import write_section  # noqa: E402
-
-from dpledger.accountants.calibration import calibrate  # noqa: E402
-from dpledger.mechanisms.noisy_aggregation import NoisyArgmax  # noqa: E402
-from dpledger.mechanisms.subsampled import PoissonSubsampled  # noqa: E402
-from dpledger.predict import datasets  # noqa: E402
-from dpledger.predict.ind_knn import IndKNNClassifier  # noqa: E402
-from dpledger.predict.private_knn import PrivateKNNClassifier  # noqa: E402
+from benchmarks._common import load_average, markdown_table
+from benchmarks.bench_ind_knn_speed import write_section
+from dpledger.accountants.calibration import calibrate
+from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
+from dpledger.mechanisms.subsampled import PoissonSubsampled
+from dpledger.predict import datasets
+from dpledger.predict.ind_knn import IndKNNClassifier
+from dpledger.predict.private_knn import PrivateKNNClassifier
 
 DELTA = 1e-5
 EPSILONS = (0.5, 1.0, 2.0)
@@ -237,7 +232,7 @@ def main(argv=None):
     rows, verdict, curve_rows = evaluate(split, best_ind, best_pk, k_best, T, args.seeds,
                                          [int(x) for x in args.curve.split(",")], c, log)
     given = argv or sys.argv[1:]
-    command = "python benchmarks/bench_ind_knn_accuracy.py" + ("" if not given else " " + " ".join(given))
+    command = "python -m benchmarks.bench_ind_knn_accuracy" + ("" if not given else " " + " ".join(given))
     text = "\n".join([
         "## Accuracy on real data (Fashion-MNIST): Ind-KNN vs Private-kNN vs non-private kNN",
         "",

@@ -20,7 +20,7 @@ times over all T queries, keeping the best (the load of the shared machine chang
   the LSH index build time, the recall of selected pairs (pairs LSH finds / pairs exact search finds), and how
   often the two classifiers' answers and the true cluster labels agree.
 
-Run from the repository root: ``python benchmarks/bench_ind_knn_speed.py`` (``--quick`` for a small smoke run).
+Run from the repository root: ``python -m benchmarks.bench_ind_knn_speed`` (``--quick`` for a small smoke run).
 Writes its section of ``benchmarks/results/ind_knn.md``.
 """
 
@@ -32,14 +32,10 @@ import time
 import numpy as np
 import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from _common import load_average, markdown_table  # noqa: E402
-from published_style_ind_knn import published_style_predict  # noqa: E402
-
-from dpledger.predict.ind_knn import IndKNNClassifier  # noqa: E402
-from dpledger.predict.neighbours import ExactSearch  # noqa: E402
+from benchmarks._common import load_average, markdown_table
+from benchmarks.published_style_ind_knn import published_style_predict
+from dpledger.predict.ind_knn import IndKNNClassifier
+from dpledger.predict.neighbours import ExactSearch
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "ind_knn.md"
 
@@ -226,7 +222,7 @@ def main(argv=None):
     lrows, lheaders, lgoal, ltext = lsh_section(args, rng)
     goals.extend(lgoal)
     given = argv or sys.argv[1:]
-    command = "python benchmarks/bench_ind_knn_speed.py" + ("" if not given else " " + " ".join(given))
+    command = "python -m benchmarks.bench_ind_knn_speed" + ("" if not given else " " + " ".join(given))
     text = "\n".join([
         "## Speed (exact Ind-KNN, the floor, a published-style loop; LSH vs exact)",
         "",

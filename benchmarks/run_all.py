@@ -2,7 +2,7 @@
 
 Usage, from the repository root::
 
-    python benchmarks/run_all.py
+    python -m benchmarks.run_all
 
 Two kinds of benchmark live here. The accounting benchmarks (:data:`FIRST`) expose ``run()``, which returns a
 list of :class:`_common.Section`; this script collects them and adds a summary of every goal and flag. The
@@ -25,10 +25,7 @@ import sys
 import time
 import traceback
 
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from _common import (  # noqa: E402
+from benchmarks._common import (
     INSTALL_HINT,
     Section,
     format_seconds,
@@ -37,8 +34,10 @@ from _common import (  # noqa: E402
     markdown_table,
 )
 
+HERE = pathlib.Path(__file__).resolve().parent
+
 RESULTS = HERE / "RESULTS.md"
-COMMAND = "python benchmarks/run_all.py"
+COMMAND = "python -m benchmarks.run_all"
 
 
 #: Modules run first, in this order (correctness before speed); any other bench_*.py follows alphabetically.
@@ -81,7 +80,7 @@ def run_script(name):
     """
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, str(HERE / f"{name}.py")], cwd=HERE.parent, capture_output=True, text=True, check=False
+        [sys.executable, "-m", f"benchmarks.{name}"], cwd=HERE.parent, capture_output=True, text=True, check=False
     )
     sections = []
     if done.returncode == OPTIONAL_DATA_MISSING and "pip install" in done.stdout + done.stderr:
@@ -125,7 +124,7 @@ def demo_section():
     """Markdown: the demo's text report and its plots (accuracy against epsilon; individual privacy spend)."""
     report = DEMO_DIR / "report.txt"
     if not report.exists():
-        return "## Main job (`dpledger demo`): missing\n\nRun `python benchmarks/run_all.py --only dpledger_demo`.\n"
+        return "## Main job (`dpledger demo`): missing\n\nRun `python -m benchmarks.run_all --only dpledger_demo`.\n"
     return "\n".join([
         "## Main job: `dpledger demo` (Ind-KNN, Private-kNN and non-private kNN across epsilon)",
         "",
@@ -166,7 +165,7 @@ def run_module(name):
     """
     start = time.perf_counter()
     try:
-        sections = list(importlib.import_module(name).run())
+        sections = list(importlib.import_module(f"benchmarks.{name}").run())
     except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others' results
         sections = [
             Section(
