@@ -18,8 +18,18 @@ epsilon of a composition of 1 mechanism at delta = 1e-05
 import argparse
 import sys
 
-from dpledger.ledger_spec import COMMON, KINDS, SpecError, flag
+from dpledger.ledger_spec import COMMON, KINDS, SpecError, flag, parse_integer, parse_number
 from dpledger.mechanisms.errors import DPLedgerError
+
+
+def number(text):
+    """A number or a fraction ``a/b`` (:func:`dpledger.ledger_spec.parse_number`)."""
+    return parse_number(text)
+
+
+def integer(text):
+    """An integer, also spelled ``1e4`` (:func:`dpledger.ledger_spec.parse_integer`)."""
+    return parse_integer(text)
 
 __all__ = ["main", "build_parser"]
 
@@ -30,14 +40,18 @@ describing a composition:
   Each --mechanism KIND starts a new entry; the options after it belong to that entry (options written
   before the first --mechanism belong to the first entry). Kinds and their parameters:
 {kinds}
-  Every entry also takes --sampling-probability Q (Poisson subsampling, default 1: none) and --count N
-  (default 1). Or give --spec FILE.json (- for stdin) with the same content:
+  Every entry also takes --sampling-probability Q (Poisson subsampling, default 1: none; fractions such as
+  256/60000 are read exactly) and --count N (default 1; 1e4 is read as 10000), or, for training, --batch-size B
+  --dataset-size N [--epochs E] (q = B / N, count = ceil(E * N / B)). Or give --spec FILE.json (- for stdin)
+  with the same content, or the output of a --json run:
     {{"mechanisms": [{{"mechanism": "gaussian", "sigma": 1.1, "sampling_probability": 0.01, "count": 10000}},
                     {{"mechanism": "laplace", "scale": 20, "count": 50}}]}}
   All numbers are for the add-or-remove-one neighbouring relation.
 
 example (DP-SGD: 10,000 steps, noise multiplier 1.1, sampling probability 0.01):
   dpledger epsilon --mechanism gaussian --sigma 1.1 --sampling-probability 0.01 --count 10000 --delta 1e-5
+example (DP-SGD on 60,000 records, batches of 256, 60 epochs: 14,063 steps):
+  dpledger epsilon --mechanism gaussian --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5
 """
 
 
@@ -84,13 +98,22 @@ def _add_composition_options(parser, *, calibrate=False):
             params.setdefault(p, []).append(kind.name)
     for p, kinds in params.items():
         note = " (omit it on the entry to calibrate)" if calibrate and any(KINDS[k].noise == p for k in kinds) else ""
-        integer = any(p in KINDS[k].integers for k in kinds)
-        group.add_argument(flag(p), dest=p, action=_EntryItem, type=int if integer else float,
-                           metavar="N" if integer else "X", help=f"{p} of {', '.join(kinds)}{note}")
-    group.add_argument("--sampling-probability", dest="sampling_probability", action=_EntryItem, type=float,
-                       metavar="Q",
-                       help=f"Poisson sampling probability of the entry (default {COMMON['sampling_probability']:g})")
-    group.add_argument("--count", dest="count", action=_EntryItem, type=int, metavar="N",
+        whole = any(p in KINDS[k].integers for k in kinds)
+        group.add_argument(flag(p), dest=p, action=_EntryItem, type=int if whole else float,
+                           metavar="N" if whole else "X", help=f"{p} of {', '.join(kinds)}{note}")
+    group.add_argument("--sampling-probability", dest="sampling_probability", action=_EntryItem,
+                       type=number, metavar="Q",
+                       help=f"Poisson sampling probability of the entry, a number or a fraction such as 256/60000 "
+                       f"(default {COMMON['sampling_probability']:g})")
+    group.add_argument("--batch-size", dest="batch_size", action=_EntryItem, type=integer, metavar="B",
+                       help="expected batch size of Poisson sampling: with --dataset-size it sets the sampling "
+                       "probability to B / N")
+    group.add_argument("--dataset-size", dest="dataset_size", action=_EntryItem, type=integer, metavar="N",
+                       help="number of records the batches are sampled from (with --batch-size)")
+    group.add_argument("--epochs", dest="epochs", action=_EntryItem, type=number, metavar="E",
+                       help="training epochs, with --batch-size and --dataset-size: the entry runs "
+                       "ceil(E * N / B) times (instead of --count)")
+    group.add_argument("--count", dest="count", action=_EntryItem, type=integer, metavar="N",
                        help=f"how many times the entry runs (default {COMMON['count']})")
     group.add_argument("--spec", metavar="FILE", help="read the composition from a JSON file (- for stdin)")
 

@@ -25,6 +25,7 @@ Examples
 """
 
 import dataclasses
+import fractions
 import json
 import math
 import numbers
@@ -112,6 +113,32 @@ KINDS = {
 
 #: Parameters every entry takes, with their defaults.
 COMMON = {"sampling_probability": 1.0, "count": 1}
+#: The DP-SGD spelling of sampling_probability and count: q = batch_size / dataset_size and
+#: count = ceil(epochs * dataset_size / batch_size) (rounded up: a partial last epoch counts as a step).
+TRAINING = ("epochs", "batch_size", "dataset_size")
+#: Top-level keys of a ``dpledger ... --json`` report, besides "mechanisms": such a report reads back as a spec.
+REPORT_KEYS = {"command", "quantity", "delta", "epsilon", "relation", "results", "best_upper_bound", "target",
+               "calibrated", "accountant"}
+
+
+def parse_number(text):
+    """A command-line number: a float (``1e4``, ``0.01``) or a fraction ``a/b`` (``256/60000``)."""
+    if isinstance(text, str) and "/" in text:
+        top, _, bottom = text.partition("/")
+        try:
+            value = fractions.Fraction(top.strip()) / fractions.Fraction(bottom.strip())
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"not a number or fraction: {text!r}") from None
+        return float(value)
+    return float(text)
+
+
+def parse_integer(text):
+    """A command-line integer, also in float spelling (``1e4``, ``14062.0``); fractions are refused."""
+    value = float(text)
+    if not value.is_integer():
+        raise ValueError(f"not an integer: {text!r}")
+    return int(value)
 _ARGUMENT_NAMES = {"pure_epsilon": "epsilon"}  # parameter -> keyword of the mechanism class
 
 
@@ -208,26 +235,58 @@ def _entry(kind_name, items, where, *, allow_missing_noise=False, spell=flag):
                 f"{spell(param)} is given twice for {where}; each {spell('mechanism')} starts a new entry."
             )
         seen.add(param)
+        if isinstance(value, str) and param in ("count", "sampling_probability", *TRAINING):
+            try:  # JSON may spell them as strings ("256/60000", "1e4")
+                value = (parse_number if param in ("sampling_probability", "epochs") else parse_integer)(value)
+            except ValueError:
+                raise SpecError(f"{spell(param)} of {where} must be a number; got {value!r}.") from None
         if param == "count":
             common["count"] = _count(value, where, spell(param))
         elif param == "sampling_probability":
             common["sampling_probability"] = _number(value, where, spell(param))
+        elif param in TRAINING:
+            common[param] = (_number if param == "epochs" else _count)(value, where, spell(param))
         elif param in kind.integers:
             params[param] = _integer(value, where, spell(param))
         elif param in kind.params():
             params[param] = _number(value, where, spell(param))
         else:
-            allowed = ", ".join(spell(p) for p in kind.params() + tuple(COMMON))
+            allowed = ", ".join(spell(p) for p in kind.params() + tuple(COMMON) + TRAINING)
             raise SpecError(f"{spell(param)} does not apply to {where}; its options are {allowed}.")
     missing = [p for p in kind.required if p not in params]
     if missing and not (allow_missing_noise and missing == [kind.noise]):
         raise SpecError(f"{where} needs {', '.join(spell(p) for p in missing)}.")
-    entry = Entry(kind, params, **common)
+    entry = Entry(kind, params, **_training(common, where, spell))
     if not missing:
         entry.build()  # validate the values now (the mechanisms raise ValueError with the message shape)
     elif entry.sampling_probability != 1.0 or len(kind.required) > 1:
         entry.build(**{kind.noise: kind.initial[1]})  # validate everything but the noise to calibrate
     return entry
+
+
+def _training(common, where, spell):
+    """Resolve the DP-SGD spelling (:data:`TRAINING`) into ``sampling_probability`` and ``count``."""
+    epochs, batch, size = (common.pop(p, None) for p in TRAINING)
+    if batch is None and size is None:
+        if epochs is not None:
+            raise SpecError(f"{spell('epochs')} of {where} needs {spell('batch_size')} and {spell('dataset_size')}.")
+        return common
+    if batch is None or size is None:
+        raise SpecError(f"{where} needs both {spell('batch_size')} and {spell('dataset_size')} (q = batch / size).")
+    if batch > size:
+        raise SpecError(f"{spell('batch_size')} of {where} must be at most {spell('dataset_size')}; "
+                        f"got {batch} > {size}.")
+    if "sampling_probability" in common:
+        raise SpecError(f"give {where} either {spell('sampling_probability')} or {spell('batch_size')} and "
+                        f"{spell('dataset_size')}, not both.")
+    common["sampling_probability"] = float(fractions.Fraction(batch, size))
+    if epochs is not None:
+        if not epochs > 0 or math.isinf(epochs):
+            raise SpecError(f"{spell('epochs')} of {where} must be a positive number; got {epochs!r}.")
+        if "count" in common:
+            raise SpecError(f"give {where} either {spell('count')} or {spell('epochs')}, not both.")
+        common["count"] = math.ceil(fractions.Fraction(epochs) * size / batch)
+    return common
 
 
 def entries_from_items(items, *, allow_missing_noise=False):
@@ -264,6 +323,8 @@ def entries_from_json(text, *, source="the JSON spec", allow_missing_noise=False
         raise SpecError(f"{source} is not valid JSON: {err}.") from None
     if isinstance(data, dict):
         extra = set(data) - {"mechanisms"}
+        if "command" in data:  # a dpledger --json report: its "mechanisms" are the spec, the rest the report
+            extra -= REPORT_KEYS
         if extra:
             raise SpecError(f"{source} may only have the key \"mechanisms\"; got also {sorted(extra)}.")
         data = data.get("mechanisms")

@@ -68,7 +68,9 @@ def add_parsers(sub):
         "queries answered and the privacy report. The guarantee covers the releases of this run: running again "
         "on the same private records spends privacy again.",
     )
-    p.add_argument("--method", required=True, choices=("ind-knn", "private-knn", "knn"))
+    p.add_argument("--method", required=True, choices=("ind-knn", "private-knn", "knn"),
+                   help="ind-knn: individual Renyi filters; private-knn: Poisson subsampling, screening and noisy "
+                   "argmax; knn: the non-private reference (no guarantee)")
     data = p.add_argument_group("data (one of --data or --private with --queries)")
     data.add_argument("--data", choices=_DATASETS, help="a built-in data set (nothing is downloaded)")
     data.add_argument("--features", choices=("pixels", "pca"), default="pixels",
@@ -91,8 +93,10 @@ def add_parsers(sub):
     ind.add_argument("--tau", type=_positive_float, default=0.5, help="kernel threshold of selection (default 0.5)")
     ind.add_argument("--sigma2", type=_positive_float, default=1.0, help="vote noise scale (default 1)")
     ind.add_argument("--sigma1", type=_positive_float, help="count noise (default sqrt(n_queries / (6 B)))")
-    ind.add_argument("--kernel", choices=("cosine", "rbf"), default="cosine")
-    ind.add_argument("--search", choices=("exact", "lsh"), default="exact")
+    ind.add_argument("--kernel", choices=("cosine", "rbf"), default="cosine",
+                     help="kernel of the neighbour weights (default cosine)")
+    ind.add_argument("--search", choices=("exact", "lsh"), default="exact",
+                     help="neighbour search: exact (blocked) or locality-sensitive hashing (default exact)")
     ind.add_argument("--accounting", choices=("rdp", "gdp"), default="rdp",
                      help="the individual filter's theorem (default rdp)")
     ind.add_argument("--state", metavar="FILE",
@@ -121,6 +125,8 @@ def add_parsers(sub):
                    "retired records, the median-spend history, Private-kNN's realised spend): not releasable")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--output", metavar="FILE",
+                   help="also write the released predictions (CSV: query,prediction; -1 marks an abstention)")
 
     d = sub.add_parser(
         "demo",
@@ -189,6 +195,8 @@ def _run_predict(args):
         result = runs.run_knn(arrays, k=args.k or 5, progress=progress)
     progress.done()
     result["data"] = arrays.description
+    if args.output is not None:
+        _write_predictions(args.output, result["predictions"])
     if not args.audit:
         result = _releasable(result)
     if args.json:
@@ -196,6 +204,16 @@ def _run_predict(args):
     else:
         print(format_predict(result))
     return 0
+
+
+def _write_predictions(path, predictions):
+    """The predictions this run released (and paid for), one row per query; ``-1`` is an abstention."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("query,prediction\n")
+            handle.writelines(f"{i},{int(label)}\n" for i, label in enumerate(predictions))
+    except OSError as err:
+        raise ValueError(f"cannot write --output {path}: {err.strerror or err}.") from None
 
 
 #: Result fields computed from data-dependent spends: shown only with ``--audit`` (issue 13 item 9).

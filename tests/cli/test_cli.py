@@ -306,7 +306,7 @@ BAD = [
     (["epsilon", "--mechanism", "gauss", "--sigma", "1", "--delta", "1e-5"], "invalid choice"),
     (["epsilon", "--mechanism", "gaussian", "--sigma", "x", "--delta", "1e-5"], "invalid float value"),
     (["epsilon", "--mechanism", "gaussian", "--sigma", "1", "--count", "1.5", "--delta", "1e-5"],
-     "invalid int value"),
+     "invalid integer value"),
     (["epsilon", "--mechanism", "gaussian", "--sigma", "1", "--count", "0", "--delta", "1e-5"],
      "positive integer"),
     (["epsilon", "--mechanism", "gaussian", "--sigma", "1", "--sampling-probability", "1.5", "--delta", "1e-5"],

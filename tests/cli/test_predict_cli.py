@@ -396,3 +396,19 @@ def test_label_domain_of_files(capsys, blobs):
     assert code == 2 and "labels go up to 1" in err
     code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--num-classes", "10", "--quiet")
     assert code == 2 and "built-in data sets know theirs" in err
+
+
+def test_output_writes_the_predictions_it_paid_for(capsys, digits, tmp_path):
+    n = 40
+    path = tmp_path / "predictions.csv"
+    data = run_json(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", str(n),
+                    "--epsilon", "4", "--tau", "0.85", "--random-state", "3", "--output", str(path))
+    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma2=1.0, n_queries=n, n_classes=10, random_state=3)
+    pred = clf.fit(digits.X_private, digits.y_private).predict(digits.X_query[:n])
+    rows = path.read_text().splitlines()
+    assert rows[0] == "query,prediction" and len(rows) == n + 1
+    assert [int(r.split(",")[1]) for r in rows[1:]] == pred.tolist()
+    assert data["accuracy"] == float(np.mean(pred == digits.y_query[:n]))
+    code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--quiet",
+                       "--output", str(tmp_path / "missing" / "p.csv"))
+    assert code != 0 and "cannot write --output" in err
