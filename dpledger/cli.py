@@ -171,6 +171,26 @@ def build_parser():
     _add_composition_options(p, calibrate=True)
     _add_output_options(p)
 
+    p = sub.add_parser(
+        "curve",
+        help="epsilon as the composition progresses and its privacy profile, as CSV and PNG",
+        description="Epsilon at --delta after each checkpoint of the composition (every entry having run "
+        "ceil(f * count) times at fraction f of the run) and the privacy profile delta(epsilon) of the whole "
+        "composition, written as CSV files and, with the plots extra, PNG plots.",
+        epilog=epilog,
+        formatter_class=formatter,
+    )
+    p.add_argument("--delta", type=float, required=True, help="the delta of the epsilon curve")
+    p.add_argument("--accountant", choices=("rdp", "fourier"), default="rdp",
+                   help="rdp (default, fast) or fourier (tighter; slower on long curves)")
+    p.add_argument("--rtol", type=float, default=1e-6, help="relative accuracy of the Fourier accountant")
+    p.add_argument("--points", type=integer, default=40, metavar="N",
+                   help="checkpoints on the epsilon curve and points of the profile (default 40)")
+    p.add_argument("--output-dir", default="dpledger-curve", metavar="DIR",
+                   help="where to write the CSV and PNG files (default ./dpledger-curve)")
+    _add_composition_options(p)
+    _add_output_options(p)
+
     from dpledger import predict_cli  # the parsers only; torch and the classifiers load when the commands run
 
     predict_cli.add_parsers(sub)
@@ -228,6 +248,19 @@ def _run_privacy(args):
     return 0
 
 
+def _run_curve(args):
+    from dpledger import _format, curve
+
+    _check_targets(args)
+    if not 2 <= args.points <= 10_000:
+        raise ValueError(f"--points must be in [2, 10000]; got {args.points}.")
+    entries = _entries(args)
+    result = curve.curve_result(entries, delta=args.delta, accountant=args.accountant, points=args.points,
+                                rtol=args.rtol, output_dir=args.output_dir)
+    print(_format.to_json(result) if args.json else curve.format_curve(result))
+    return 0
+
+
 def _run_calibrate(args):
     from dpledger import _format, accounting
 
@@ -247,7 +280,7 @@ def main(argv=None):
     except SystemExit as exit_:  # argparse printed usage and the message (or the help)
         return exit_.code if isinstance(exit_.code, int) else 2
     command = args.command
-    runners = {"epsilon": _run_privacy, "delta": _run_privacy, "calibrate": _run_calibrate}
+    runners = {"epsilon": _run_privacy, "delta": _run_privacy, "calibrate": _run_calibrate, "curve": _run_curve}
     try:
         if command in runners:
             return runners[command](args)

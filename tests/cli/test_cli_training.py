@@ -86,3 +86,28 @@ def test_every_option_of_every_command_has_help_text():
 
     walk(parser, ["dpledger"])
     assert missing == []
+
+
+def test_curve_writes_epsilon_against_steps_and_the_profile_as_csv_and_png(capsys, tmp_path):
+    code, out, err = run(capsys, "curve", "--mechanism", "gaussian", "--sigma", "1.1", "--batch-size", "256",
+                         "--dataset-size", "60000", "--epochs", "2", "--delta", "1e-5", "--points", "12",
+                         "--output-dir", str(tmp_path), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["bound"] == "upper bound" and data["plots"] == "written"
+    steps = [p["steps"] for p in data["epsilon_vs_steps"]]
+    assert steps[0] == 1 and steps[-1] == math.ceil(2 * 60000 / 256) and steps == sorted(set(steps))
+    for point in data["epsilon_vs_steps"][::4]:
+        direct = RDPAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=1.1), 256 / 60000), point["steps"])
+        assert point["epsilon"] == direct.get_epsilon(1e-5)
+    epsilons = [p["epsilon"] for p in data["epsilon_vs_steps"]]
+    assert epsilons == sorted(epsilons)  # more steps never cost less
+    rows = (tmp_path / "privacy_profile.csv").read_text().splitlines()
+    assert rows[0] == "epsilon,delta,bound" and len(rows) == 13
+    deltas = [float(r.split(",")[1]) for r in rows[1:]]
+    assert deltas == sorted(deltas, reverse=True)
+    for name in ("epsilon_vs_steps.png", "privacy_profile.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, _, err = run(capsys, "curve", "--mechanism", "gaussian", "--sigma", "1", "--delta", "1e-5", "--points", "1",
+                       "--output-dir", str(tmp_path))
+    assert code != 0 and "--points must be in [2, 10000]" in err
