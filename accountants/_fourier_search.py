@@ -27,6 +27,8 @@ inverted rest; both directions agree (symmetric pairs). Near the pure epsilon th
 returned once the lower delta just below it is certified.
 """
 
+import math
+
 import numpy as np
 
 from dpledger.accountants.conversions import minimize_over_orders
@@ -74,6 +76,46 @@ def _brentq(*args, **kwargs):
     from scipy import optimize
 
     return optimize.brentq(*args, **kwargs)
+
+
+def certified_upper_root(excess, top, cap=math.inf):
+    """``(upper, found)``: the smallest epsilon found with ``excess(epsilon, "upper") <= 0`` (the certified
+    delta at most the target there), searched from the bracket ``top`` (grown by 0.1% at most 100 times, never
+    past ``cap``, where delta is 0 by the pure epsilon) and refined by Brent's method; brentq's root may sit
+    just below the crossing, so it is stepped up until the evaluated excess is not positive. ``found`` is False
+    (and ``upper`` the last bracket tried) when no such epsilon was found below ``cap``."""
+    if excess(0.0, "upper") <= 0:
+        return 0.0, True
+    for _ in range(100):
+        if top >= cap or excess(top, "upper") <= 0:
+            break
+        top = top * 1.001 + 1e-9
+    top = min(top, cap)
+    if excess(top, "upper") > 0:
+        return top, top >= cap  # at the cap: the pure epsilon, where delta is 0
+    upper = _brentq(lambda e: excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
+    step = max(abs(upper) * 1e-12, 1e-300)
+    while upper < top and excess(upper, "upper") > 0:
+        upper, step = min(upper + step, top), 2.0 * step
+    return upper, True
+
+
+def certified_lower_root(excess, estimate, *, refine):
+    """The largest epsilon below ``estimate`` found at which even the certified lower delta exceeds the target
+    (``excess(epsilon, "lower") > 0``; 0 if none): tried at ``estimate (1 - 10^-k)``, k = 10, 9, ... (the lower
+    curve is not monotone near 0, where the aliasing bound is large), then, with ``refine``, moved up by Brent's
+    method towards the next trial point."""
+    gap = 1e-10
+    while gap < 1.0 and estimate > 0:
+        if excess(estimate * (1.0 - gap), "lower") > 0:
+            lo_eps, hi_eps = estimate * (1.0 - gap), estimate * (1.0 - gap / 10.0)
+            if not refine:
+                return lo_eps
+            if excess(hi_eps, "lower") < 0:
+                return _brentq(lambda e: excess(e, "lower"), lo_eps, hi_eps, xtol=1e-14)
+            return hi_eps
+        gap *= 10.0
+    return 0.0
 
 
 def hint(errors):
@@ -265,24 +307,13 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         def log_excess(eps, field):
             return np.log(max(getattr(invert(plan, eps)[0], field), 1e-320)) - log_delta
 
-        if log_excess(0.0, "upper") <= 0:
-            upper = 0.0
-        else:
-            top = hi
-            for _ in range(100):  # the Chernoff bracket can only be off by rounding
-                if log_excess(top, "upper") <= 0:
-                    break
-                top = top * 1.001 + 1e-9
-            else:
-                return Bounds(0.0, chernoff_upper, chernoff_upper), (
-                    f"FourierAccountant: the certified delta stays above {delta} up to epsilon {top:.6g} "
-                    f"({direction.value}); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
-                    f"(max_terms={max_terms}), rtol={rtol}."
-                )
-            upper = _brentq(lambda e: log_excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
-            step = max(abs(upper) * 1e-12, 1e-300)
-            while log_excess(upper, "upper") > 0:  # brentq's root may sit just below: step up to `top`
-                upper, step = min(upper + step, top), 2.0 * step
+        upper, found = certified_upper_root(log_excess, hi)  # the Chernoff bracket can only be off by rounding
+        if not found:
+            return Bounds(0.0, chernoff_upper, chernoff_upper), (
+                f"FourierAccountant: the certified delta stays above {delta} up to epsilon {upper:.6g} "
+                f"({direction.value}); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
+                f"(max_terms={max_terms}), rtol={rtol}."
+            )
         if upper <= floor:
             return Bounds(0.0, 0.0, upper), None
         at_upper, errors = invert(plan, upper)
@@ -304,16 +335,7 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
     estimate = 0.0
     if log_excess(0.0, "estimate") > 0:
         estimate = _brentq(lambda e: log_excess(e, "estimate"), 0.0, top, xtol=1e-14)
-    # Certified lower end: the largest epsilon below the estimate at which even the lower delta exceeds
-    # delta (the lower curve is not monotone near 0, where the aliasing bound is large).
-    lower, gap = 0.0, 1e-10
-    while gap < 1.0 and estimate > 0:
-        if log_excess(estimate * (1.0 - gap), "lower") > 0:
-            lo_eps, hi_eps = estimate * (1.0 - gap), estimate * (1.0 - gap / 10.0)
-            lower = _brentq(lambda e: log_excess(e, "lower"), lo_eps, hi_eps, xtol=1e-14) if (
-                log_excess(hi_eps, "lower") < 0) else hi_eps
-            break
-        gap *= 10.0
+    lower = certified_lower_root(log_excess, estimate, refine=True)
     return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper), None
 
 
@@ -413,26 +435,13 @@ def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping
         def excess(eps, field):
             return getattr(atoms.delta_bounds(eps), field) + getattr(invert(plan, eps)[0], field) - delta
 
-        if excess(0.0, "upper") <= 0:
-            upper = 0.0
-        else:
-            top = hi
-            for _ in range(100):
-                if top >= pure or excess(top, "upper") <= 0:
-                    break
-                top = top * 1.001 + 1e-9
-            top = min(top, pure)
-            if excess(top, "upper") > 0 and top < pure:
-                raise AccuracyError(
-                    f"FourierAccountant: the certified delta stays above {delta} up to epsilon {top:.6g} "
-                    f"(Laplace ledger); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
-                    f"(max_terms={max_terms}), rtol={rtol}."
-                )
-            upper = top if excess(top, "upper") > 0 else _brentq(
-                lambda e: excess(e, "upper"), 0.0, top, xtol=1e-13, rtol=1e-12)
-            step = max(abs(upper) * 1e-12, 1e-300)
-            while upper < top and excess(upper, "upper") > 0:
-                upper, step = min(upper + step, top), 2.0 * step
+        upper, found = certified_upper_root(excess, hi, cap=pure)
+        if not found:
+            raise AccuracyError(
+                f"FourierAccountant: the certified delta stays above {delta} up to epsilon {upper:.6g} "
+                f"(Laplace ledger); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
+                f"(max_terms={max_terms}), rtol={rtol}."
+            )
         low, est, up = (excess(upper, f) + delta for f in ("lower", "estimate", "upper"))
         if up - low <= rtol * est or upper == 0.0:
             break
@@ -454,10 +463,5 @@ def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping
     if upper > 0 and excess(0.0, "estimate") > 0:
         estimate = upper if excess(upper, "estimate") > 0 else _brentq(
             lambda e: excess(e, "estimate"), 0.0, upper, xtol=1e-14)
-    lower, gap = 0.0, 1e-10
-    while gap < 1.0 and estimate > 0:
-        if excess(estimate * (1.0 - gap), "lower") > 0:
-            lower = estimate * (1.0 - gap)
-            break
-        gap *= 10.0
+    lower = certified_lower_root(excess, estimate, refine=False)
     return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper)

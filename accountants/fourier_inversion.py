@@ -34,6 +34,7 @@ import numpy as np
 from scipy import special
 
 from dpledger.accountants.conversions import minimize_over_orders
+from dpledger.accountants.report import Bounds
 
 __all__ = [
     "Bounds",
@@ -79,22 +80,6 @@ def _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup):
             f"(it still reaches exp({log_sup:.4g}) beyond frequency {terms * step:.4g}): the privacy loss is too "
             "narrow or too lumpy for Fourier inversion (few steps of a small sampling probability, or atoms)"
         )
-
-
-@dataclasses.dataclass(frozen=True)
-class Bounds:
-    """A numerical result as ``(lower, estimate, upper)``; getters that return one number return ``upper``."""
-
-    lower: float
-    estimate: float
-    upper: float
-
-    def __post_init__(self):
-        for name in ("lower", "estimate", "upper"):
-            object.__setattr__(self, name, float(getattr(self, name)))
-
-    def __iter__(self):
-        return iter((self.lower, self.estimate, self.upper))
 
 
 @dataclasses.dataclass(frozen=True)

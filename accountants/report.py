@@ -5,7 +5,7 @@ import enum
 
 from dpledger.mechanisms.relations import NeighboringRelation
 
-__all__ = ["BoundKind", "PrivacyReport"]
+__all__ = ["BoundKind", "Bounds", "PrivacyReport"]
 
 
 class BoundKind(str, enum.Enum):
@@ -104,3 +104,19 @@ class PrivacyReport:
             f"({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.bound.value}, {self.relation.value}; "
             f"{self.accountant} accountant, {self.method}{at}"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """A numerical result as ``(lower, estimate, upper)``; getters that return one number return ``upper``."""
+
+    lower: float
+    estimate: float
+    upper: float
+
+    def __post_init__(self):
+        for name in ("lower", "estimate", "upper"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+    def __iter__(self):
+        return iter((self.lower, self.estimate, self.upper))
