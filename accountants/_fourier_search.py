@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from dpledger.accountants._roots import brentq as _brentq
 from dpledger.accountants.conversions import minimize_over_orders
 from dpledger.accountants.fourier_inversion import (
     Bounds,
@@ -68,14 +69,6 @@ class AccuracyError(DPLedgerError):
     # Public home: accountants.fourier_accountant (and accountants), which re-export it; keeps its repr and
     # pickles as they were before the searches moved here.
     __module__ = "dpledger.accountants.fourier_accountant"
-
-
-def _brentq(*args, **kwargs):
-    """``scipy.optimize.brentq``, imported on first use: scipy.optimize costs about 0.4 s to import, which
-    every ``import accountants`` (and every ``dpledger`` command) would otherwise pay."""
-    from scipy import optimize
-
-    return optimize.brentq(*args, **kwargs)
 
 
 def certified_upper_root(excess, top, cap=math.inf):

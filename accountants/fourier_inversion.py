@@ -33,6 +33,7 @@ import dataclasses
 import numpy as np
 from scipy import special
 
+from dpledger.accountants._roots import brentq
 from dpledger.accountants.conversions import minimize_over_orders
 from dpledger.accountants.report import Bounds
 
@@ -375,9 +376,7 @@ class TwoPointLedger:
                 return 0.0
             if excess(pure) > 0:  # only rounding can make this happen: the pure epsilon always holds
                 return pure
-            from scipy import optimize  # imported on first use: about 0.4 s (see accountants._fourier_search._brentq)
-
-            root = optimize.brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
+            root = brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
             step = max(root * 1e-15, 1e-300)
             while excess(root) > 0 and root < pure:
                 root, step = min(root + step, pure), 2.0 * step
