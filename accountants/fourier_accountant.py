@@ -48,6 +48,7 @@ import math
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpledger.accountants._fourier_atoms import laplace_split, two_point_lattice, two_point_log_mgf, two_point_loss
 from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITCH) are re-exported from here
@@ -122,7 +123,7 @@ class FourierAccountant:
 
     relation = NeighboringRelation.ADD_OR_REMOVE_ONE
 
-    def __init__(self, *, rtol=1e-6, max_terms=1 << 20):
+    def __init__(self, *, rtol: float = 1e-6, max_terms: int = 1 << 20) -> None:
         self._rtol = _validate.positive(rtol, "rtol", "FourierAccountant")
         self._max_terms = _validate.positive_int(max_terms, "max_terms", "FourierAccountant")
         self._entries = {}
@@ -132,11 +133,11 @@ class FourierAccountant:
 
     # ------------------------------------------------------------------ state
     @property
-    def ledger(self):
+    def ledger(self) -> tuple[tuple[Mechanism, int], ...]:
         """``((mechanism, count), ...)`` in the order mechanisms were first composed."""
         return tuple(self._entries.items())
 
-    def supports(self, mechanism):
+    def supports(self, mechanism: Mechanism) -> bool:
         """Dry run: whether ``compose(mechanism)`` would succeed (the mechanism, or its
         :meth:`~mechanisms.base.Mechanism.dominating_mechanism`, has a dominating pair)."""
         try:
@@ -165,7 +166,7 @@ class FourierAccountant:
         for direction in Direction:
             mechanism.log_mgf(probe, direction)
 
-    def compose(self, mechanism, count=1):
+    def compose(self, mechanism: Mechanism, count: int = 1) -> "FourierAccountant":
         """Add ``count`` runs of ``mechanism``; returns ``self``. Transactional (checks first)."""
         count = _validate.positive_int(count, "count", "FourierAccountant.compose")
         if not isinstance(mechanism, Mechanism) or mechanism not in self._entries:
@@ -200,7 +201,7 @@ class FourierAccountant:
             self._compiled = (mu2, e_values, counts, tuple(others))
         return self._compiled
 
-    def log_mgf(self, s, direction=Direction.REMOVE):
+    def log_mgf(self, s: ArrayLike, direction: Direction = Direction.REMOVE) -> np.ndarray:
         """``log E_P[e^(sL)]`` of the composed privacy loss for one direction (zero for an empty ledger)."""
         if not isinstance(direction, Direction):
             raise TypeError(f"`direction` of FourierAccountant.log_mgf must be a Direction; got {direction!r}.")
@@ -378,7 +379,7 @@ class FourierAccountant:
         """Keyword arguments of the searches in :mod:`accountants._fourier_search`."""
         return {"rtol": self._rtol, "max_terms": self._max_terms, "max_damping": self._max_damping()}
 
-    def pure_epsilon(self):
+    def pure_epsilon(self) -> float:
         """Basic composition of the pure-DP epsilons of the mechanisms' cores (inf if any has none): above it the
         delta is :attr:`charged_delta` (0 for a ledger of exact mechanisms)."""
         mu2, e_values, counts, others = self._compile()
@@ -394,7 +395,7 @@ class FourierAccountant:
         return total
 
     @property
-    def certified(self):
+    def certified(self) -> bool:
         """Whether every characteristic function in the ledger is in closed form (so the error bounds are
         proofs, up to float64 rounding which is bounded too)."""
         if self._closed is None:
@@ -404,12 +405,12 @@ class FourierAccountant:
         return self._closed
 
     @property
-    def bound_kind(self):
+    def bound_kind(self) -> BoundKind:
         """:attr:`BoundKind.UPPER` when :attr:`certified`, :attr:`BoundKind.ESTIMATE` otherwise."""
         return BoundKind.UPPER if self.certified else BoundKind.ESTIMATE
 
     @property
-    def charged_delta(self):
+    def charged_delta(self) -> float:
         """``1 - prod (1 - delta_m)^count`` over the ledger's approximate mechanisms, rounded up (0 if none)."""
         return composed_delta([(self._cores[m][1], n) for m, n in self._entries.items()])
 
@@ -425,7 +426,7 @@ class FourierAccountant:
             )
 
     # ------------------------------------------------------------------ delta
-    def delta_bounds(self, epsilon):
+    def delta_bounds(self, epsilon: float) -> Bounds:
         """(lower, estimate, upper) of the smallest delta for which the ledger is (epsilon, delta)-DP,
         add-or-remove-one: the larger of the remove and add directions (thesis Thm 3.3.5)."""
         epsilon = _validate.nonnegative(epsilon, "epsilon", "FourierAccountant.get_delta")
@@ -499,20 +500,20 @@ class FourierAccountant:
 
         return self._via_buckets(lambda: self._inverted(max_delta_bounds, epsilon), bucketed)
 
-    def get_delta(self, epsilon):
+    def get_delta(self, epsilon: float) -> float:
         """Upper end of :meth:`delta_bounds`: a proven upper bound on delta(epsilon) (add-or-remove-one) when
         :attr:`certified`, otherwise an estimate, with an :class:`~mechanisms.errors.EstimateWarning`."""
         value = self.delta_bounds(epsilon).upper
         self._warn_if_estimate("get_delta")
         return value
 
-    def privacy_profile(self, epsilons):
+    def privacy_profile(self, epsilons: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(lower, estimate, upper)`` arrays of delta over a grid of epsilons (1-D, in the order given)."""
         grid = _real_array(epsilons, "epsilons", "FourierAccountant.privacy_profile").ravel()
         values = np.array([tuple(self.delta_bounds(float(e))) for e in grid]).reshape(grid.size, 3)
         return values[:, 0], values[:, 1], values[:, 2]
 
-    def tradeoff_curve(self, alphas, epsilons=None):
+    def tradeoff_curve(self, alphas: ArrayLike, epsilons: ArrayLike | None = None) -> np.ndarray:
         """Lower bound on the trade-off function (f-DP): ``beta(a) >= max_eps max(0, 1 - d(eps) - e^eps a,
         e^-eps (1 - d(eps) - a))`` over a grid of epsilons (thesis Lemma 3.1.4 (2)), with the upper delta."""
         alphas = _real_array(alphas, "alphas", "FourierAccountant.tradeoff_curve")
@@ -548,7 +549,7 @@ class FourierAccountant:
         return out
 
     # ------------------------------------------------------------------ epsilon
-    def epsilon_bounds(self, delta):
+    def epsilon_bounds(self, delta: float) -> Bounds:
         """(lower, estimate, upper) of the smallest epsilon with an (epsilon, delta)-DP guarantee.
 
         ``upper`` is an epsilon at which the certified upper delta is at most ``delta``; ``lower`` one at which
@@ -600,7 +601,7 @@ class FourierAccountant:
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 
-    def get_epsilon(self, delta):
+    def get_epsilon(self, delta: float) -> float:
         """Upper end of :meth:`epsilon_bounds`: a proven upper bound on the smallest epsilon with an
         (epsilon, delta)-DP guarantee when :attr:`certified`, otherwise an estimate, with an
         :class:`~mechanisms.errors.EstimateWarning`."""
@@ -648,7 +649,7 @@ class FourierAccountant:
         )
         return f"Fourier inversion of the privacy-loss distribution (thesis Sec 3.4), {how}, rtol {self._rtol:g}"
 
-    def epsilon_report(self, delta):
+    def epsilon_report(self, delta: float) -> PrivacyReport:
         b = self.epsilon_bounds(delta)
         return PrivacyReport(
             epsilon=b.upper,
@@ -659,7 +660,7 @@ class FourierAccountant:
             method=self._method() + f"; interval [{b.lower:.8g}, {b.upper:.8g}]",
         )
 
-    def delta_report(self, epsilon):
+    def delta_report(self, epsilon: float) -> PrivacyReport:
         b = self.delta_bounds(epsilon)
         return PrivacyReport(
             epsilon=float(epsilon),

@@ -1,6 +1,7 @@
 """``RDPAccountant``: a ledger of mechanisms, composed in Renyi DP and converted to (epsilon, delta)."""
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpledger.accountants import conversions
 from dpledger.accountants.conversions import Conversion
@@ -65,7 +66,7 @@ class RDPAccountant:
 
     relation = _RELATION
 
-    def __init__(self, *, conversion=Conversion.IMPROVED, orders=None):
+    def __init__(self, *, conversion: Conversion = Conversion.IMPROVED, orders: ArrayLike | None = None) -> None:
         if isinstance(conversion, str):
             matches = [c for c in Conversion if c.name.lower() == conversion.lower()]
             if not matches:
@@ -87,24 +88,24 @@ class RDPAccountant:
 
     # ------------------------------------------------------------------ state
     @property
-    def conversion(self):
+    def conversion(self) -> Conversion:
         return self._conversion
 
     @property
-    def orders(self):
+    def orders(self) -> np.ndarray:
         """The grid evaluated at compose time (a copy)."""
         return self._orders.copy()
 
     @property
-    def ledger(self):
+    def ledger(self) -> tuple[tuple[Mechanism, int], ...]:
         """``((mechanism, count), ...)`` in the order mechanisms were first composed."""
         return tuple((m, e[0]) for m, e in self._entries.items())
 
-    def supports(self, mechanism):
+    def supports(self, mechanism: Mechanism) -> bool:
         """Dry run: whether ``compose(mechanism)`` would succeed (it has an RDP curve)."""
         return isinstance(mechanism, Mechanism)
 
-    def compose(self, mechanism, count=1):
+    def compose(self, mechanism: Mechanism, count: int = 1) -> "RDPAccountant":
         """Add ``count`` runs of ``mechanism`` to the ledger and return ``self``.
 
         Transactional: the mechanism's curve is computed and checked before anything is recorded, so an
@@ -132,17 +133,17 @@ class RDPAccountant:
         return self
 
     @property
-    def charged_delta(self):
+    def charged_delta(self) -> float:
         """``1 - prod (1 - delta_m)^count`` over the ledger, rounded up: the delta charged for the parts of
         approximate mechanisms that their cores do not cover (0 when every mechanism is exact)."""
         return composed_delta([(e[4], e[0]) for e in self._entries.values()])
 
     @property
-    def bound_kind(self):
+    def bound_kind(self) -> BoundKind:
         """:attr:`BoundKind.UPPER` when every curve in the ledger is proven, :attr:`BoundKind.ESTIMATE` otherwise."""
         return BoundKind.UPPER if all(e[3].rdp_is_proven for e in self._entries.values()) else BoundKind.ESTIMATE
 
-    def rdp(self, orders):
+    def rdp(self, orders: ArrayLike) -> np.ndarray:
         """Total RDP upper bound of the ledger's cores at arbitrary orders (zero for an empty ledger); with a
         :attr:`charged_delta` above zero it holds only together with that delta (approximate RDP)."""
         arr = _validate.orders_array(orders, "RDPAccountant")
@@ -163,15 +164,15 @@ class RDPAccountant:
         return np.asarray(total, dtype=np.float64).reshape(self._orders.shape), pure
 
     # ---------------------------------------------------------------- getters
-    def get_epsilon(self, delta):
+    def get_epsilon(self, delta: float) -> float:
         """Smallest epsilon (upper bound, add-or-remove-one) such that the ledger is (epsilon, delta)-DP."""
         return self.epsilon_report(delta).epsilon
 
-    def get_delta(self, epsilon):
+    def get_delta(self, epsilon: float) -> float:
         """Smallest delta (upper bound, add-or-remove-one) such that the ledger is (epsilon, delta)-DP."""
         return self.delta_report(epsilon).delta
 
-    def epsilon_report(self, delta):
+    def epsilon_report(self, delta: float) -> PrivacyReport:
         """:class:`PrivacyReport` for the given delta: epsilon, the order attaining it and the conversion."""
         delta = _validate.open_unit_interval(delta, "delta", "RDPAccountant.get_epsilon")
         if not self._entries:
@@ -199,7 +200,7 @@ class RDPAccountant:
             method += f"; plus the charged delta {charged:.6g} of approximate mechanisms"
         return self._report(max(best, 0.0), requested, method, order)
 
-    def delta_report(self, epsilon):
+    def delta_report(self, epsilon: float) -> PrivacyReport:
         """:class:`PrivacyReport` for the given epsilon: delta, the order attaining it and the conversion."""
         epsilon = _validate.nonnegative(epsilon, "epsilon", "RDPAccountant.get_delta")
         if not self._entries:

@@ -1,8 +1,12 @@
 """The ``Mechanism`` interface: an immutable description of what was run, able to report its privacy curves."""
 
+from __future__ import annotations
+
 import abc
+import fractions
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpledger.mechanisms import _validate, loss_buckets, two_point
 from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
@@ -45,7 +49,7 @@ class Mechanism(abc.ABC):
     #: its Poisson-subsampled pair; the Gaussian mechanism does).
     has_subsampled_enclosure = False
 
-    def approximate(self):
+    def approximate(self) -> tuple[Mechanism, float]:
         """``(core, delta)``: this mechanism is ``delta``-approximately the mechanism ``core``.
 
         Meaning: for every pair of neighbouring inputs the output distributions decompose as
@@ -71,7 +75,7 @@ class Mechanism(abc.ABC):
         """
         return self, 0.0
 
-    def dominating_randomized_response(self):
+    def dominating_randomized_response(self) -> fractions.Fraction | None:
         """The flip probability ``b`` in ``[0, 1/2]`` (an exact ``fractions.Fraction``) of a randomized response
         whose pair ``(Bern(1 - b), Bern(b))`` dominates this mechanism in both directions (thesis Def 3.3.1), or
         ``None`` (the default) if no such pair is known.
@@ -81,7 +85,7 @@ class Mechanism(abc.ABC):
         """
         return None
 
-    def loss_atoms(self):
+    def loss_atoms(self) -> dict | None:
         """The privacy loss as exact two-outcome atoms per direction, for accountants that enumerate compositions:
         ``{"remove": (l_1, l_0, log P(1), log P(0)), "add": (...)}`` (see
         :func:`mechanisms.two_point.subsampled_loss_atoms`), or ``None`` (the default). Randomized response and
@@ -93,31 +97,31 @@ class Mechanism(abc.ABC):
         return two_point.subsampled_loss_atoms(flip, 1.0)
 
     @property
-    def children(self):
+    def children(self) -> tuple[Mechanism, ...]:
         """The mechanisms a combinator is built from (``PoissonSubsampled``: its base; ``SelfComposed``: the
         repeated one; ``Composed``: its parts; subsampled or data-dependent screening: the screening); ``()``
         for a mechanism that is not a combinator."""
         return ()
 
     # ------------------------------------------------------------------ capabilities (defaults: none)
-    def dominating_mechanism(self):
+    def dominating_mechanism(self) -> Mechanism:
         """A mechanism whose dominating pair dominates this one's outputs (this mechanism is its
         post-processing), for accountants that need a dominating pair this mechanism does not offer itself:
         the characteristic-function accountant composes it in this one's place. Default: ``self``."""
         return self
 
-    def gaussian_loss_noise_multiplier(self):
+    def gaussian_loss_noise_multiplier(self) -> float | None:
         """``sigma / sensitivity`` if this mechanism's privacy loss is exactly the Gaussian mechanism's
         (``L ~ N(mu^2/2, mu^2)``, ``mu = 1 / noise multiplier``, both directions), else None: accountants merge
         such losses into one (summed ``mu^2``)."""
         return None
 
-    def laplace_loss_ratio(self):
+    def laplace_loss_ratio(self) -> float | None:
         """``t = sensitivity / scale`` if this mechanism's privacy loss is exactly the Laplace mechanism's, else
         None: accountants enumerate the atoms of such losses exactly."""
         return None
 
-    def subsampled_rdp_bound(self, orders, sampling_probability):
+    def subsampled_rdp_bound(self, orders: ArrayLike, sampling_probability: float) -> np.ndarray:
         """Proven upper bounds on the RDP of this mechanism's Poisson-subsampled version that the mechanism knows
         for itself (an array like ``orders``, NaN where it knows none); ``PoissonSubsampled`` takes the smaller
         of these and its generic bounds. Default: none."""
@@ -132,18 +136,18 @@ class Mechanism(abc.ABC):
         )
 
     @property
-    def has_loss_buckets(self):
+    def has_loss_buckets(self) -> bool:
         """Whether :meth:`loss_buckets` gives proven bucket masses (default: when the loss has two-point atoms,
         :meth:`loss_atoms`; the Gaussian, its Poisson-subsampled version and discrete pairs override)."""
         return self.loss_atoms() is not None
 
     @property
-    def loss_is_discrete(self):
+    def loss_is_discrete(self) -> bool:
         """Whether the privacy loss takes finitely many values in each direction (default: it has
         :meth:`loss_atoms`): its characteristic function does not decay."""
         return self.loss_atoms() is not None
 
-    def loss_buckets(self, edges, direction):
+    def loss_buckets(self, edges: ArrayLike, direction: Direction) -> loss_buckets.LossBuckets:
         """``(upper, lower)``: proven bounds on the masses of the privacy loss between consecutive ``edges`` in
         ``direction`` (:mod:`mechanisms.loss_buckets`; the privacy-buckets accountant composes them). Default:
         from the two-point atoms of :meth:`loss_atoms`."""
@@ -153,7 +157,9 @@ class Mechanism(abc.ABC):
         l1, l0, p1, p0 = atoms["remove" if direction is Direction.REMOVE else "add"]
         return loss_buckets.atom_buckets([l1, l0], [p1, p0], edges)
 
-    def subsampled_loss_buckets(self, edges, direction, sampling_probability):
+    def subsampled_loss_buckets(
+        self, edges: ArrayLike, direction: Direction, sampling_probability: float
+    ) -> loss_buckets.LossBuckets:
         """:meth:`loss_buckets` of this mechanism's Poisson-subsampled pair (thesis Thm 3.3.5), where the
         mechanism knows it (the Gaussian does)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled loss buckets.")
@@ -161,7 +167,7 @@ class Mechanism(abc.ABC):
     #: Whether :meth:`subsampled_loss_buckets` is implemented.
     has_subsampled_loss_buckets = False
 
-    def two_point_loss(self):
+    def two_point_loss(self) -> float | None:
         """A float ``E`` at or above the privacy loss of this mechanism's dominating randomized-response pair, whose
         loss takes the values ``+-E`` (``None`` without such a pair, or when ``E`` is infinite). Accountants that
         describe the pair by ``E`` (``p* = 1 / (1 + e^-E)``) stay upper bounds since a larger ``E`` dominates.
@@ -171,7 +177,7 @@ class Mechanism(abc.ABC):
             return None
         return two_point.loss_of_flip(flip)
 
-    def rdp(self, orders):
+    def rdp(self, orders: ArrayLike) -> np.ndarray:
         """Renyi-DP upper bound ``epsilon(alpha)`` at each order, under add-or-remove-one.
 
         Parameters
@@ -195,7 +201,7 @@ class Mechanism(abc.ABC):
     def _rdp(self, orders):
         """RDP at a validated 1-D float64 array of orders in (1, inf]."""
 
-    def log_mgf(self, s, direction=Direction.REMOVE):
+    def log_mgf(self, s: ArrayLike, direction: Direction = Direction.REMOVE) -> np.ndarray:
         """``log E_P[exp(s L)]`` of the privacy loss ``L = log(p/q)`` of this mechanism's dominating pair.
 
         The remove direction uses the pair (with the record, without it); the add direction is its mirror
@@ -245,7 +251,9 @@ class Mechanism(abc.ABC):
             "or by its log characteristic function (CharacteristicFunctionMechanism)."
         )
 
-    def log_mgf_enclosure(self, s, direction=Direction.REMOVE):
+    def log_mgf_enclosure(
+        self, s: ArrayLike, direction: Direction = Direction.REMOVE
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(log_m, log_error)``: ``log_m = log_mgf(s, direction)`` and ``|M(s) - exp(log_m)| <= exp(log_error)``
         beyond float64 rounding of a closed form (``log_error = -inf`` for closed forms).
 
@@ -270,16 +278,18 @@ class Mechanism(abc.ABC):
         """Remove direction at a 1-D complex array; closed forms have no error beyond rounding."""
         return self._log_mgf(s), np.full(s.shape, -np.inf)
 
-    def subsampled_log_f_enclosure(self, a, v, sampling_probability):
+    def subsampled_log_f_enclosure(
+        self, a: float, v: ArrayLike, sampling_probability: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(log F~, log E)`` of ``F(a + iv) = E_B[(1 - g + g dA/dB)^(a + iv)]`` for the Poisson-subsampled pair
         (``g`` = ``sampling_probability``), with ``|F - F~| <= E``: see :attr:`has_subsampled_enclosure`."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 
-    def subsampled_log_f_sup(self, a, v_min, sampling_probability):
+    def subsampled_log_f_sup(self, a: float, v_min: float, sampling_probability: float) -> float:
         """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (see :meth:`subsampled_log_f_enclosure`)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 
-    def log_mgf_upper(self, s, direction):
+    def log_mgf_upper(self, s: ArrayLike, direction: Direction) -> np.ndarray:
         """A proven upper bound on ``log M(s)`` at real ``s`` (arrays; for Chernoff bounds and searches, which
         need no more). Default: the real part of :meth:`log_mgf` (itself the upper end of an enclosure where the
         characteristic function is enclosed)."""
@@ -288,13 +298,13 @@ class Mechanism(abc.ABC):
     #: Whether :meth:`delta_bounds_one_run` gives proven bounds on the exact privacy profile of one run.
     has_exact_profile = False
 
-    def delta_bounds_one_run(self, epsilon, direction):
+    def delta_bounds_one_run(self, epsilon: float, direction: Direction) -> tuple[float, float]:
         """``(lower, upper)``, proven, of one run's exact ``delta(epsilon)`` in ``direction`` (the hockey-stick
         divergence ``H_(e^epsilon)(P || Q)`` of that direction's dominating pair, thesis Lemma 3.1.4), for
         ``epsilon >= 0``; mechanisms with :attr:`has_exact_profile` implement it."""
         raise MissingCapabilityError(f"{type(self).__name__} has no exact privacy profile.")
 
-    def log_mgf_sup(self, real_part, u_min):
+    def log_mgf_sup(self, real_part: float, u_min: float) -> float:
         """An upper bound on ``sup_{|u| >= u_min} Re log M(real_part + i u)`` (remove direction's ``M``).
 
         Used to bound the truncation error of Fourier inversion. The default, ``log M(real_part)``, always
@@ -303,7 +313,7 @@ class Mechanism(abc.ABC):
         """
         return float(np.real(self._log_mgf(np.array([complex(real_part)]))[0]))
 
-    def pure_epsilon(self):
+    def pure_epsilon(self) -> float:
         """The pure-DP epsilon (the RDP at order inf); raises if the mechanism is not pure DP."""
         eps = float(self._rdp(np.array([np.inf]))[0])
         if not np.isfinite(eps):
