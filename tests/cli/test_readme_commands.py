@@ -32,7 +32,8 @@ COMMANDS = _commands()
 
 @pytest.mark.skipif(not COMMANDS, reason="README.md has no dpledger command lines yet")
 @pytest.mark.parametrize("line", COMMANDS)
-def test_readme_command_succeeds(capsys, line):
+def test_readme_command_succeeds(capsys, line, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # commands that write files (dpledger curve) write there
     argv = shlex.split(line)[1:]
     if argv[0] == "predict" and "--quiet" not in argv:
         argv.append("--quiet")
