@@ -140,8 +140,9 @@ class FourierAccountant:
     def supports(self, mechanism: Mechanism) -> bool:
         """Dry run: whether ``compose(mechanism)`` would succeed (the mechanism, or its
         :meth:`~mechanisms.base.Mechanism.dominating_mechanism`, has a dominating pair)."""
+        if not isinstance(mechanism, Mechanism):
+            return False
         try:
-            self._check(mechanism)
             self._check(self._core(mechanism)[0])
         except (MissingCapabilityError, TypeError):
             return False

@@ -26,7 +26,14 @@ Two kinds of budget ``rho`` (a "Gaussian individual charge"; Ind-KNN Lemma 2.5, 
 
 Every function is vectorised over the budget and returns float64. These are add-or-remove-one statements
 (the individual divergences are symmetric, Ind-KNN Def 2.4).
+
+The two kinds are also objects, :class:`RDPFilterConversion` and :class:`GDPFilterConversion` (one class per
+theorem, with what a filter and its callers need: ``epsilon``, ``budget``, the report's wording);
+:func:`filter_conversion` maps the public spellings ``"rdp"`` and ``"gdp"`` to them at the boundary.
 """
+
+import abc
+import dataclasses
 
 import numpy as np
 from scipy.special import log_ndtr
@@ -37,6 +44,11 @@ __all__ = [
     "gdp_log_delta",
     "gdp_epsilon",
     "gdp_budget",
+    "FilterConversion",
+    "RDPFilterConversion",
+    "GDPFilterConversion",
+    "FILTER_CONVERSIONS",
+    "filter_conversion",
 ]
 
 _BISECTIONS = 80
@@ -242,3 +254,107 @@ def gdp_budget(epsilon, delta):
     while gdp_log_delta(np.sqrt(2.0 * rho), epsilon) > log_delta:  # guard against rounding in exp / sqrt
         rho *= 1.0 - 1e-15
     return rho
+
+
+@dataclasses.dataclass(frozen=True)
+class FilterConversion(abc.ABC):
+    """How a filter budget ``rho`` (a sum of Gaussian individual charges) becomes an (epsilon, delta) statement.
+
+    Subclasses implement one theorem each; instances are immutable values (equal when of the same class) and
+    ``name`` is the public spelling (``"rdp"``, ``"gdp"``) that :func:`filter_conversion` maps to them.
+    """
+
+    name = ""
+    #: What produced the number, for :class:`~accountants.report.PrivacyReport`.
+    accountant = ""
+
+    @abc.abstractmethod
+    def epsilon(self, rho, delta):
+        """``(epsilon, order)`` float64 arrays: upper bounds at ``delta`` for budgets ``rho`` (order nan if none)."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def budget(self, epsilon, delta):
+        """Largest ``rho`` whose :meth:`epsilon` at ``delta`` is at most ``epsilon`` (never overshoots)."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def method(self, rho):
+        """The theorem and conversion behind the guarantee of budget ``rho``, with sources (report text)."""
+        raise NotImplementedError
+
+    def __str__(self):
+        return self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class RDPFilterConversion(FilterConversion):
+    """``(alpha, alpha * rho)``-RDP at every order (fully adaptive composition: Feldman & Zrnic 2021, Cor 3.3;
+    Ind-KNN Thm 2.6), converted by the improved conversion optimised over real orders (:func:`rdp_epsilon`:
+    Balle et al. 2020, Thm 21). Valid for any charges whose individual RDP curve is ``alpha * rho_t``."""
+
+    name = "rdp"
+    accountant = "individual Renyi filter"
+
+    def epsilon(self, rho, delta):
+        return rdp_epsilon(rho, delta)
+
+    def budget(self, epsilon, delta):
+        return rdp_budget(epsilon, delta)
+
+    def method(self, rho):
+        return (
+            f"fully adaptive composition (Feldman & Zrnic 2021, Cor 3.3; Ind-KNN Thm 2.6): "
+            f"(alpha, alpha * {rho:.6g})-RDP, improved conversion (Balle et al. 2020, Thm 21)"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class GDPFilterConversion(FilterConversion):
+    """``mu``-GDP with ``mu = sqrt(2 rho)`` (fully adaptive GDP filter: Smith & Thakurta 2022; individual form:
+    Koskela, Tobaben & Honkela 2023), converted exactly: ``delta(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon
+    Phi(-epsilon/mu - mu/2)`` (Dong, Roth & Su 2019, Cor 2.13; :func:`gdp_epsilon`). Valid only when every charge
+    is a Gaussian release (see :mod:`accountants.individual_filter`); orders are nan."""
+
+    name = "gdp"
+    accountant = "individual Gaussian-DP filter"
+
+    def epsilon(self, rho, delta):
+        eps = gdp_epsilon(rho, delta)
+        return eps, np.full(np.shape(eps), np.nan)
+
+    def budget(self, epsilon, delta):
+        return gdp_budget(epsilon, delta)
+
+    def method(self, rho):
+        return (
+            f"fully adaptive GDP filter (Smith & Thakurta 2022; individual form Koskela, Tobaben & Honkela "
+            f"2023): mu-GDP with mu = sqrt(2B) = {np.sqrt(2.0 * rho):.6g}, valid because every charge is a "
+            f"Gaussian release (rho = mu_t^2 / 2) chosen from past outputs; exact conversion "
+            f"(Dong, Roth & Su 2019, Cor 2.13)"
+        )
+
+
+#: The public spellings of the conversions (what ``accounting=`` accepts as a string).
+FILTER_CONVERSIONS = {c.name: c() for c in (RDPFilterConversion, GDPFilterConversion)}
+
+
+def filter_conversion(value, owner):
+    """The :class:`FilterConversion` for ``accounting=value``: an instance as given, or a public spelling
+    (``"rdp"``, ``"gdp"``, any case). ``TypeError`` for other types, ``ValueError`` for unknown names.
+
+    Examples
+    --------
+    >>> filter_conversion("GDP", "Demo")
+    GDPFilterConversion()
+    """
+    if isinstance(value, FilterConversion):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(
+            f"`accounting` of {owner} must be a string or a FilterConversion; got {type(value).__name__} {value!r}."
+        )
+    key = value.lower()
+    if key not in FILTER_CONVERSIONS:
+        raise ValueError(f"`accounting` of {owner} must be one of {list(FILTER_CONVERSIONS)}; got {value!r}.")
+    return FILTER_CONVERSIONS[key]

@@ -52,6 +52,7 @@ computed for the budget ``B * (1 + RTOL)``, the largest total any record can rea
 """
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -65,18 +66,8 @@ __all__ = ["IndividualRenyiFilter", "budget_for", "RTOL"]
 #: Relative tolerance of admission (see the module docstring); the guarantee accounts for it.
 RTOL = 1e-12
 _OWNER = "IndividualRenyiFilter"
-_ACCOUNTING = ("rdp", "gdp")
 _STATE_FORMAT = "dpledger.IndividualRenyiFilter"
 _STATE_VERSION = 1
-
-
-def _accounting(value, owner):
-    if not isinstance(value, str):
-        raise TypeError(f"`accounting` of {owner} must be a string; got {type(value).__name__} {value!r}.")
-    key = value.lower()
-    if key not in _ACCOUNTING:
-        raise ValueError(f"`accounting` of {owner} must be one of {list(_ACCOUNTING)}; got {value!r}.")
-    return key
 
 
 def _scalar(value):
@@ -84,14 +75,6 @@ def _scalar(value):
     if isinstance(value, np.ndarray) and value.ndim == 0:
         return value.item()
     return value
-
-
-def _epsilons(rho, delta, accounting):
-    """(epsilon, order) arrays for budgets ``rho`` (orders are nan for GDP)."""
-    if accounting == "gdp":
-        eps = ic.gdp_epsilon(rho, delta)
-        return eps, np.full(np.shape(eps), np.nan)
-    return ic.rdp_epsilon(rho, delta)
 
 
 class IndividualRenyiFilter:
@@ -105,15 +88,22 @@ class IndividualRenyiFilter:
         ``B > 0``: every record ends ``(alpha, alpha * B)``-RDP at every order (or ``sqrt(2B)``-GDP).
     n_records : int, default 0
         Records present at the start, with fresh (zero) spend.
-    accounting : {"rdp", "gdp"}, default "rdp"
-        How :meth:`guarantee` and :meth:`individual_epsilons` convert budgets to (epsilon, delta).
+    accounting : {"rdp", "gdp"} or FilterConversion, default "rdp"
+        How :meth:`guarantee` and :meth:`individual_epsilons` convert budgets to (epsilon, delta): a
+        :class:`~accountants.individual_conversions.FilterConversion` or its public spelling.
+
+    Notes
+    -----
+    The filter is the only owner of the spends and of the active / retired / removed flags: callers read them
+    through the properties and :meth:`spent_at` / :meth:`remaining_at`, and change them only through
+    :meth:`admit`, :meth:`retire`, :meth:`add` and :meth:`remove` (STYLE.md, "every piece of state has one owner").
 
     Examples
     --------
     >>> f = IndividualRenyiFilter(0.5, 3)
-    >>> f.charge([0, 2], [0.25, 0.5]).tolist()
+    >>> f.admit([0, 2], [0.25, 0.5]).tolist()
     [True, True]
-    >>> f.charge([0, 2], 0.3).tolist()          # record 0 would exceed 0.5; record 2 is retired
+    >>> f.admit([0, 2], 0.3).tolist()           # record 0 would exceed 0.5; record 2 is retired
     [False, False]
     >>> f.active.tolist(), f.spent.tolist()
     ([True, True, False], [0.25, 0.0, 0.5])
@@ -126,7 +116,7 @@ class IndividualRenyiFilter:
     def __init__(self, budget, n_records=0, *, accounting="rdp"):
         self._budget = _validate.positive(budget, "budget", _OWNER)
         n = _validate.integer(n_records, "n_records", _OWNER, minimum=0)
-        self._accounting = _accounting(accounting, _OWNER)
+        self._conversion = ic.filter_conversion(accounting, _OWNER)
         self._spent = np.zeros(n, dtype=np.float64)
         self._retired = np.zeros(n, dtype=bool)
         self._removed = np.zeros(n, dtype=bool)
@@ -144,7 +134,13 @@ class IndividualRenyiFilter:
 
     @property
     def accounting(self):
-        return self._accounting
+        """The public spelling of :attr:`conversion` (``"rdp"`` or ``"gdp"``)."""
+        return self._conversion.name
+
+    @property
+    def conversion(self):
+        """The :class:`~accountants.individual_conversions.FilterConversion` of the guarantee."""
+        return self._conversion
 
     @property
     def n_records(self):
@@ -173,6 +169,15 @@ class IndividualRenyiFilter:
         """Neither retired nor removed: the records that may still be charged."""
         return self._active.copy()
 
+    def spent_at(self, indices):
+        """``spent[indices]`` without copying the whole array (indices validated as in :meth:`admit`)."""
+        return self._spent[self._indices(indices, "spent_at")]
+
+    def remaining_at(self, indices):
+        """``remaining[indices]``: positive exactly for the active records (an active record has spent less than
+        ``B * (1 - RTOL)``), 0 for retired and removed ones; indices validated as in :meth:`admit`."""
+        return self._remaining[self._indices(indices, "remaining_at")]
+
     # ------------------------------------------------------------- validation
     def _indices(self, indices, method):
         owner = f"{_OWNER}.{method}"
@@ -193,7 +198,7 @@ class IndividualRenyiFilter:
         return arr.astype(np.intp)
 
     def _amounts(self, amounts, size):
-        owner = f"{_OWNER}.charge"
+        owner = f"{_OWNER}.admit"
         if isinstance(amounts, (bool, np.bool_)):
             raise TypeError(f"`amounts` of {owner} must be real numbers; got bool.")
         arr = np.asarray(amounts)
@@ -210,33 +215,33 @@ class IndividualRenyiFilter:
         return arr
 
     # ---------------------------------------------------------------- updates
-    def charge(self, indices, amounts):
-        """Charge ``amounts[k]`` to record ``indices[k]``; return the boolean mask of admitted charges.
+    def admit(self, indices, amounts):
+        """The admission step: charge ``amounts[k]`` to record ``indices[k]``; return the boolean mask of the
+        admitted charges.
 
         Everything is validated before anything changes (``TypeError``/``ValueError`` leave the filter
         untouched): indices are integers in range, distinct (duplicates raise ``ValueError``) and not removed;
         amounts are finite and ``>= 0`` (a scalar applies to every index). Then, per record, the charge is
-        admitted iff the record is active and ``spent + amount <= B * (1 + RTOL)``; admitted charges are added
-        in one vectorised step, refused ones change nothing (refusal is a mask, not an exception). A record
-        whose spend reaches ``B * (1 - RTOL)`` is retired and never admitted again.
+        admitted iff the record is active and ``spent + amount <= B * (1 + RTOL)`` (Ind-KNN Algorithm 1, the
+        filter of Feldman & Zrnic 2021); admitted charges are added in one vectorised step, refused ones change
+        nothing (refusal is a mask, not an exception).
+
+        The retire rule lives here alone: a record whose spend reaches ``B * (1 - RTOL)`` is retired and never
+        admitted again. A charge of exactly what is left (``amount == remaining``, the clipped last charge of
+        DESIGN.md rule 3) always reaches it: ``spent + (B - spent)`` is within an ulp of ``B``, far above
+        ``B * (1 - RTOL)``.
         """
-        idx = self._indices(indices, "charge")
+        idx = self._indices(indices, "admit")
         amt = self._amounts(amounts, idx.size)
         if idx.size == 0:
             return np.zeros(0, dtype=bool)
-        ordered = np.sort(idx)
-        if (ordered[1:] == ordered[:-1]).any():
-            raise ValueError(f"`indices` of {_OWNER}.charge must be distinct; got a repeated index.")
-        if self._removed[idx].any():
-            raise ValueError(
-                f"`indices` of {_OWNER}.charge must not be removed records; got {idx[self._removed[idx]][0]}."
-            )
-        return self._admit(idx, amt)
-
-    def _admit(self, idx, amt):
-        """The admission step of :meth:`charge` without its validation: ``idx`` distinct, in range and not
-        removed (intp), ``amt`` finite and ``>= 0`` (float64, same length). For callers that hold these by
-        construction (Ind-KNN's query loop); anything else goes through :meth:`charge`."""
+        if not (idx[1:] > idx[:-1]).all():  # increasing indices (a search's pairs) are distinct without a sort
+            ordered = np.sort(idx)
+            if (ordered[1:] == ordered[:-1]).any():
+                raise ValueError(f"`indices` of {_OWNER}.admit must be distinct; got a repeated index.")
+        removed = self._removed[idx]
+        if removed.any():
+            raise ValueError(f"`indices` of {_OWNER}.admit must not be removed records; got {idx[removed][0]}.")
         new_spent = self._spent[idx] + amt
         admitted = self._active[idx] & (new_spent <= self._budget * (1.0 + RTOL))
         target = idx[admitted]
@@ -248,12 +253,18 @@ class IndividualRenyiFilter:
         self._remaining[target] = np.where(done, 0.0, np.maximum(self._budget - spent, 0.0))
         return admitted
 
+    def charge(self, indices, amounts):
+        """Deprecated name of :meth:`admit` (same arguments, same result); it will be removed in the next release."""
+        warnings.warn(
+            "IndividualRenyiFilter.charge is deprecated; use IndividualRenyiFilter.admit (same arguments).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.admit(indices, amounts)
+
     def retire(self, indices):
         """Retire records (they are never admitted again); retiring twice or a removed record is harmless."""
-        self._retire(self._indices(indices, "retire"))
-
-    def _retire(self, idx):
-        """:meth:`retire` without validation (``idx`` in range, intp)."""
+        idx = self._indices(indices, "retire")
         self._retired[idx] = True
         self._active[idx] = False
         self._remaining[idx] = 0.0
@@ -301,31 +312,15 @@ class IndividualRenyiFilter:
         """
         delta = _validate.open_unit_interval(delta, "delta", f"{_OWNER}.guarantee")
         rho = self._budget * (1.0 + RTOL)
-        eps, order = _epsilons(rho, delta, self._accounting)
-        if self._accounting == "gdp":
-            accountant = "individual Gaussian-DP filter"
-            method = (
-                f"fully adaptive GDP filter (Smith & Thakurta 2022; individual form Koskela, Tobaben & Honkela "
-                f"2023): mu-GDP with mu = sqrt(2B) = {np.sqrt(2.0 * rho):.6g}, valid because every charge is a "
-                f"Gaussian release (rho = mu_t^2 / 2) chosen from past outputs; exact conversion "
-                f"(Dong, Roth & Su 2019, Cor 2.13)"
-            )
-            order_out = None
-        else:
-            accountant = "individual Renyi filter"
-            method = (
-                f"fully adaptive composition (Feldman & Zrnic 2021, Cor 3.3; Ind-KNN Thm 2.6): "
-                f"(alpha, alpha * {rho:.6g})-RDP, improved conversion (Balle et al. 2020, Thm 21)"
-            )
-            order_out = None if np.isnan(order) else float(order)
+        eps, order = self._conversion.epsilon(rho, delta)
         return PrivacyReport(
             epsilon=float(eps),
             delta=float(delta),
             bound="upper bound",
             relation=self.relation,
-            accountant=accountant,
-            method=method,
-            order=order_out,
+            accountant=self._conversion.accountant,
+            method=self._conversion.method(rho),
+            order=None if np.isnan(order) else float(order),
         )
 
     def individual_epsilons(self, delta):
@@ -338,7 +333,7 @@ class IndividualRenyiFilter:
         the spend; equal to the guarantee (up to ``RTOL``) at full spend.
         """
         delta = _validate.open_unit_interval(delta, "delta", f"{_OWNER}.individual_epsilons")
-        return _epsilons(self._spent, delta, self._accounting)[0]
+        return self._conversion.epsilon(self._spent, delta)[0]
 
     # ------------------------------------------------------------ persistence
     def state_dict(self):
@@ -347,7 +342,7 @@ class IndividualRenyiFilter:
             "format": _STATE_FORMAT,
             "version": _STATE_VERSION,
             "budget": float(self._budget),
-            "accounting": self._accounting,
+            "accounting": self._conversion.name,
             "rtol": RTOL,
             "spent": self._spent.copy(),
             "retired": self._retired.copy(),
@@ -408,7 +403,7 @@ class IndividualRenyiFilter:
     def __repr__(self):
         return (
             f"IndividualRenyiFilter(budget={self._budget!r}, n_records={self.n_records}, "
-            f"accounting={self._accounting!r}, active={int(self.active.sum())})"
+            f"accounting={self._conversion.name!r}, active={int(self.active.sum())})"
         )
 
 
@@ -428,11 +423,10 @@ def budget_for(epsilon, delta, *, accounting="rdp"):
     owner = "budget_for"
     epsilon = _validate.positive(epsilon, "epsilon", owner)
     delta = _validate.open_unit_interval(delta, "delta", owner)
-    accounting = _accounting(accounting, owner)
-    rho = ic.gdp_budget(epsilon, delta) if accounting == "gdp" else ic.rdp_budget(epsilon, delta)
-    budget = rho / (1.0 + RTOL)
+    conversion = ic.filter_conversion(accounting, owner)
+    budget = conversion.budget(epsilon, delta) / (1.0 + RTOL)
     for _ in range(1000):
-        if float(_epsilons(budget * (1.0 + RTOL), delta, accounting)[0]) <= epsilon:
+        if float(conversion.epsilon(budget * (1.0 + RTOL), delta)[0]) <= epsilon:
             return budget
         budget *= 1.0 - 1e-13
-    raise ValueError(f"no budget found for epsilon={epsilon}, delta={delta} ({accounting}).")  # pragma: no cover
+    raise ValueError(f"no budget found for epsilon={epsilon}, delta={delta} ({conversion}).")  # pragma: no cover

@@ -90,7 +90,7 @@ def speed_section(args, rng):
     rows, goals, notes = [], [], []
     for kernel, nu in (("cosine", None), ("rbf", 1.0)):
         tau = pick_tau(X, Q, kernel, nu, args.pairs)
-        params = dict(epsilon=1.0, delta=1e-5, kernel=kernel, nu=nu, tau=tau, sigma2=0.5, n_queries=T,
+        params = dict(epsilon=1.0, delta=1e-5, kernel=kernel, nu=nu, tau=tau, sigma_vote=0.5, n_queries=T,
                       n_classes=10, random_state=0)
         if kernel == "cosine":
             bare_floor(X, warm, tau)
@@ -114,7 +114,7 @@ def speed_section(args, rng):
         acc = float(np.mean(out == yq))
         m = args.baseline_queries
         (base_out, _), base_wall, base_cpu = timed(lambda: published_style_predict(
-            X, y, Q[:m], kernel=kernel, nu=nu, tau=tau, sigma1=clf.sigma1_, sigma2=0.5, budget=clf.budget_,
+            X, y, Q[:m], kernel=kernel, nu=nu, tau=tau, sigma1=clf.sigma_count_, sigma2=0.5, budget=clf.budget_,
             min_count=30, n_classes=10, rng=np.random.default_rng(0)))
         base_per_query = base_wall / m
         avg_pairs = len(pairs.indices) / T
@@ -159,7 +159,7 @@ def lsh_section(args, rng):
     Q, yq = clustered(T + 64, d, rng, centres, args.spread)
     warm, Q, yq = Q[:64], Q[64:], yq[64:]
     tau = pick_tau(X, Q, "cosine", None, args.pairs * n / args.n)
-    params = dict(epsilon=1.0, delta=1e-5, tau=tau, sigma2=0.5, n_queries=T, n_classes=10, random_state=0)
+    params = dict(epsilon=1.0, delta=1e-5, tau=tau, sigma_vote=0.5, n_queries=T, n_classes=10, random_state=0)
     results = {}
     for search in ("exact", "lsh"):
         kw = dict(search=search, lsh_tables=30, lsh_bits=8)

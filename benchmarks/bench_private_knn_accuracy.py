@@ -49,7 +49,7 @@ DEFAULT_OUTPUT = pathlib.Path(__file__).resolve().parent / "results" / "private_
 def run(split, Q, yq, *, k, threshold, sampling_probability, sigma_screen, sigma_vote, seed, fourier=True):
     clf = PrivateKNNClassifier(k=k, sampling_probability=sampling_probability, threshold=threshold,
                                sigma_screen=sigma_screen, sigma_vote=sigma_vote, metric="cosine",
-                               num_classes=10, random_state=seed).fit(split.X_private, split.y_private)
+                               n_classes=10, random_state=seed).fit(split.X_private, split.y_private)
     start, cpu = time.perf_counter(), time.process_time()
     out = clf.predict(Q)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu

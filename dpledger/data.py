@@ -123,7 +123,7 @@ def load_files(private, queries, *, num_classes):
     where a label only one record has would reveal that record); labels outside it are refused.
     """
     if num_classes is None:
-        raise ValueError("--num-classes C is required with --private files: the label domain is public input, "
+        raise ValueError("--n-classes C is required with --private files: the label domain is public input, "
                          "never read off the private labels.")
     X, y = _pair(private, "private", labels_required=True)
     Q, yq = _pair(queries, "query", labels_required=False)
@@ -133,5 +133,5 @@ def load_files(private, queries, *, num_classes):
     description = (f"files: {X.shape[0]} private records, {Q.shape[0]} queries"
                    f"{'' if yq is None else ' with labels'}, {X.shape[1]} features")
     if largest >= num_classes:
-        raise ValueError(f"--num-classes is {num_classes} but the labels go up to {largest}.")
+        raise ValueError(f"--n-classes is {num_classes} but the labels go up to {largest}.")
     return Arrays(X, y, Q, yq, description, int(num_classes))

@@ -13,7 +13,8 @@ target epsilon, the demo answers the same queries with
 
 Hyper-parameters are fixed rules that look at public data only: Ind-KNN's kernel threshold ``tau`` is the
 cosine similarity at which a public point has, in the median, ``3 sqrt(n_private)`` expected private neighbours
-(estimated on the public split), ``sigma2 = 1``; Private-kNN uses the rules of :func:`dpledger.runs.run_private_knn`.
+(estimated on the public split), ``sigma_vote = 1``; Private-kNN uses the rules of
+:func:`dpledger.runs.run_private_knn`.
 They are not tuned on the private data or on the queries' labels (the constant 3 was picked while developing the
 demo on these two data sets: treat the figures as a demonstration, not a benchmark).
 
@@ -109,7 +110,7 @@ def run(args, *, out):
             if method == "knn":
                 result = runs.run_knn(arrays, progress=progress)
             elif method == "ind-knn":
-                result = runs.run_ind_knn(arrays, epsilon=eps, delta=args.delta, tau=tau, sigma2=1.0,
+                result = runs.run_ind_knn(arrays, epsilon=eps, delta=args.delta, tau=tau, sigma_vote=1.0,
                                           random_state=args.random_state, progress=progress)
             else:
                 result = runs.run_private_knn(arrays, epsilon=eps, delta=args.delta,
@@ -138,6 +139,7 @@ def _pct(x):
 
 def format_report(results, delta, seconds):
     """The text report: per data set, one row per target epsilon."""
+    from dpledger.predict.calibration import PRIVATE_KNN_RATIO
     lines = [
         "dpledger demo: private prediction with a privacy audit",
         f"delta = {_format.nearest(delta)}; neighbouring relation: add or remove one record; every 'proven eps' is "
@@ -152,7 +154,7 @@ def format_report(results, delta, seconds):
         knn = entry["runs"][0]
         lines.append(f"{entry['data']}")
         lines.append(f"  non-private kNN (k=5, cosine): accuracy {_pct(knn['accuracy'])} (no privacy)")
-        lines.append(f"  Ind-KNN tau = {entry['tau']:.4f} (from public data), sigma2 = 1")
+        lines.append(f"  Ind-KNN tau = {entry['tau']:.4f} (from public data), sigma_vote = 1")
         lines.append("   target |          Ind-KNN                              |          Private-kNN")
         lines.append("      eps |   acc  proven eps  median ind.  retired       |   acc  acc ans.  answered  "
                      "proven eps")
@@ -173,7 +175,7 @@ def format_report(results, delta, seconds):
         pk_any = next(r for r in entry["runs"] if r["method"] == "private-knn")
         h = pk_any["hyperparameters"]
         screen = ("no screening (below 10,000 private records)" if h["threshold"] is None else
-                  f"threshold {h['threshold']:g}, sigma_screen = {runs.PRIVATE_KNN_RATIO:g} sigma_vote")
+                  f"threshold {h['threshold']:g}, sigma_screen = {PRIVATE_KNN_RATIO:g} sigma_vote")
         lines.append(f"  Private-kNN k = {h['k']}, sampling probability {h['sampling_probability']:g}, {screen}")
         lines.append("")
     lines.append(f"total time {seconds:.1f} s")

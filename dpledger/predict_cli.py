@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from dpledger import _format
+from dpledger.accountants.individual_conversions import FILTER_CONVERSIONS
 
 __all__ = ["add_parsers", "run", "format_predict"]
 
@@ -50,6 +51,18 @@ def _seed(text):
     return value
 
 
+class _DeprecatedOption(argparse.Action):
+    """An old spelling of an option: stores into the new option's destination and says so on stderr."""
+
+    def __init__(self, option_strings, dest, *, new, **kwargs):
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stderr.write(f"dpledger: {option_string} is deprecated and will be removed; use {self.new}.\n")
+        setattr(namespace, self.dest, values)
+
+
 def _delta(text):
     import argparse
 
@@ -81,23 +94,31 @@ def add_parsers(sub):
     data.add_argument("--queries", nargs="+", metavar="PATH",
                       help="queries: q.npz (X, optional y) or Q.npy [y.npy]; with labels, accuracy is printed")
     data.add_argument("--n-queries", type=_positive_int, metavar="N", help="answer only the first N queries")
-    data.add_argument("--num-classes", type=_positive_int, metavar="C",
+    data.add_argument("--n-classes", type=_positive_int, metavar="C",
                       help="size of the public label domain 0..C-1: required with --private files (it is never "
                       "read off the private labels: a label only one record has would reveal that record)")
+    data.add_argument("--num-classes", dest="n_classes", type=_positive_int, action=_DeprecatedOption,
+                      new="--n-classes")
     priv = p.add_argument_group("privacy")
     priv.add_argument("--epsilon", type=_positive_float,
                       help="Ind-KNN: every record's budget; Private-kNN: the noise is calibrated so that all "
                       "queries, even if all are answered, meet (epsilon, delta)")
     priv.add_argument("--delta", type=_delta, default=1e-5, help="delta of the guarantee (default 1e-5)")
+    priv.add_argument("--sigma-vote", type=_positive_float,
+                      help="vote noise. Private-kNN: its standard deviation, instead of calibrating it to --epsilon; "
+                      "Ind-KNN: its scale (standard deviation sigma-vote sqrt(K_t)), default 1")
     ind = p.add_argument_group("Ind-KNN (Ind-KNN Algorithm 3)")
     ind.add_argument("--tau", type=_positive_float, default=0.5, help="kernel threshold of selection (default 0.5)")
-    ind.add_argument("--sigma2", type=_positive_float, default=1.0, help="vote noise scale (default 1)")
-    ind.add_argument("--sigma1", type=_positive_float, help="count noise (default sqrt(n_queries / (6 B)))")
+    ind.add_argument("--sigma-count", type=_positive_float,
+                     help="count noise standard deviation (default sqrt(n_queries / (6 B)))")
+    ind.add_argument("--sigma2", dest="sigma_vote", type=_positive_float, action=_DeprecatedOption, new="--sigma-vote")
+    ind.add_argument("--sigma1", dest="sigma_count", type=_positive_float, action=_DeprecatedOption,
+                     new="--sigma-count")
     ind.add_argument("--kernel", choices=("cosine", "rbf"), default="cosine",
                      help="kernel of the neighbour weights (default cosine)")
     ind.add_argument("--search", choices=("exact", "lsh"), default="exact",
                      help="neighbour search: exact (blocked) or locality-sensitive hashing (default exact)")
-    ind.add_argument("--accounting", choices=("rdp", "gdp"), default="rdp",
+    ind.add_argument("--accounting", choices=tuple(FILTER_CONVERSIONS), default="rdp",
                      help="the individual filter's theorem (default rdp)")
     ind.add_argument("--state", metavar="FILE",
                      help="keep the budgets between runs in an SQLite file: resume FILE if it exists (its "
@@ -114,7 +135,6 @@ def add_parsers(sub):
     pk.add_argument("--threshold", type=float, help="screening threshold (default 0.6 k)")
     pk.add_argument("--screening", choices=("auto", "on", "off"), default="auto",
                     help="noisy screening before answering (auto: on from 10,000 private records)")
-    pk.add_argument("--sigma-vote", type=_positive_float, help="vote noise, instead of calibrating it to --epsilon")
     pk.add_argument("--sigma-screen", type=_positive_float, help="screening noise (default 85/20 sigma-vote)")
     p.add_argument("--random-state", type=_seed, default=None, metavar="SEED",
                    help="seed of the noise, for reproducing experiments only (default: fresh entropy from the "
@@ -152,12 +172,12 @@ def _arrays(args):
 
     if args.data is not None and (args.private or args.queries):
         raise ValueError("give either --data or --private with --queries, not both.")
-    if args.data is not None and args.num_classes is not None:
-        raise ValueError("--num-classes is for --private/--queries files; the built-in data sets know theirs.")
+    if args.data is not None and args.n_classes is not None:
+        raise ValueError("--n-classes is for --private/--queries files; the built-in data sets know theirs.")
     if args.data is not None:
         arrays = data.load_builtin(args.data, features=args.features)  # the fixed split; --random-state is noise
     elif args.private and args.queries:
-        arrays = data.load_files(args.private, args.queries, num_classes=args.num_classes)
+        arrays = data.load_files(args.private, args.queries, num_classes=args.n_classes)
     else:
         raise ValueError("no data: give --data NAME (digits, fashion-mnist, mnist) or --private ... --queries ....")
     return arrays.first(args.n_queries)
@@ -180,8 +200,9 @@ def _run_predict(args):
     arrays = _arrays(args)
     progress = Progress(f"{args.method} on {arrays.n_queries} queries", enabled=not args.quiet)
     if args.method == "ind-knn":
-        result = runs.run_ind_knn(arrays, epsilon=args.epsilon, delta=args.delta, tau=args.tau, sigma2=args.sigma2,
-                                  sigma1=args.sigma1, kernel=args.kernel, search=args.search,
+        sigma_vote = 1.0 if args.sigma_vote is None else args.sigma_vote
+        result = runs.run_ind_knn(arrays, epsilon=args.epsilon, delta=args.delta, tau=args.tau, sigma_vote=sigma_vote,
+                                  sigma_count=args.sigma_count, kernel=args.kernel, search=args.search,
                                   accounting=args.accounting, random_state=args.random_state,
                                   state_path=args.state, keep_records=args.state_keep_records, progress=progress)
     elif args.method == "private-knn":

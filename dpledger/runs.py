@@ -6,8 +6,9 @@ change any output) and returns a plain dict: accuracy, queries answered, and the
 released (for Ind-KNN also the distribution of individual epsilons -- audit statistics computed from
 data-dependent spends, never a guarantee -- and the number of retired records).
 
-Private-kNN has no budget parameter: :func:`private_knn_noise` finds the smallest vote noise (with the screening
-noise a fixed multiple of it) such that ``n_queries`` queries, all of them answered (the worst case), are
+Private-kNN has no budget parameter: :func:`predict.calibration.private_knn_noise` finds the smallest vote noise
+(with the screening noise a fixed multiple of it) such that ``n_queries`` queries, all of them answered (the worst
+case), are
 (epsilon, delta)-DP by the RDP accountant; the guarantee reported afterwards is the classifier's own
 ``privacy_report`` of what it actually released, which can only be smaller.
 """
@@ -18,13 +19,9 @@ import time
 
 import numpy as np
 
-from dpledger.accountants.calibration import calibrate
-
-__all__ = ["METHODS", "run", "run_ind_knn", "run_private_knn", "run_knn", "private_knn_noise", "PRIVATE_KNN_RATIO"]
+__all__ = ["METHODS", "run", "run_ind_knn", "run_private_knn", "run_knn"]
 
 METHODS = ("ind-knn", "private-knn", "knn")
-#: sigma_screen / sigma_vote of the Private-kNN paper's defaults (85 / 20).
-PRIVATE_KNN_RATIO = 85.0 / 20.0
 _CHUNK = 256
 _QUANTILES = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 
@@ -54,7 +51,7 @@ def _report_dict(report):
     return report.to_dict()
 
 
-def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, kernel="cosine", search="exact",
+def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma_vote=1.0, sigma_count=None, kernel="cosine", search="exact",
                 min_count=30, accounting="rdp", random_state=None, state_path=None, keep_records=False,
                 progress=None):
     """Ind-KNN (Ind-KNN Algorithm 3): every record has the budget of (epsilon, delta); see the module docstring.
@@ -86,7 +83,8 @@ def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, ker
             clf = IndKNNClassifier().load_state_dict(state)  # validates everything, identities included
         else:
             clf = IndKNNClassifier(
-                epsilon=epsilon, delta=delta, tau=tau, sigma2=sigma2, sigma1=sigma1, kernel=kernel, search=search,
+                epsilon=epsilon, delta=delta, tau=tau, sigma_vote=sigma_vote, sigma_count=sigma_count, kernel=kernel,
+                search=search,
                 min_count=min_count, accounting=accounting, n_queries=max(arrays.n_queries, 1),
                 n_classes=arrays.num_classes, random_state=random_state,
             ).fit(arrays.X_private, arrays.y_private)
@@ -101,7 +99,7 @@ def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, ker
     return {
         "method": "ind-knn",
         "target": {"epsilon": params["epsilon"], "delta": delta},
-        "hyperparameters": {"tau": params["tau"], "sigma2": params["sigma2"], "sigma1": clf.sigma1_,
+        "hyperparameters": {"tau": params["tau"], "sigma_vote": params["sigma_vote"], "sigma_count": clf.sigma_count_,
                             "kernel": params["kernel"], "search": params["search"],
                             "min_count": params["min_count"], "accounting": params["accounting"],
                             "random_state": params["random_state"]},
@@ -124,45 +122,23 @@ def run_ind_knn(arrays, *, epsilon, delta, tau=0.5, sigma2=1.0, sigma1=None, ker
     }
 
 
-def private_knn_noise(*, epsilon, delta, n_queries, k, sampling_probability, threshold, num_classes,
-                      ratio=PRIVATE_KNN_RATIO, rtol=1e-4):
-    """Smallest ``sigma_vote`` (with ``sigma_screen = ratio * sigma_vote``) such that ``n_queries`` screened
-    and answered queries are (epsilon, delta)-DP by the RDP accountant (proven upper bound, add-or-remove-one).
-
-    Each query costs one Poisson-subsampled screening (:func:`mechanisms.noisy_screening.subsampled_screening`
-    of ``NoisyScreening``, built as :class:`predict.private_knn.PrivateKNNClassifier` builds it: its screen pads
-    the histogram to ``k`` votes) and, in the worst case, one Poisson-subsampled ``NoisyArgmax`` on a fresh
-    subsample (Private-kNN Sec 3). The classifier's own ``privacy_report`` remains the reported guarantee.
-    """
-    from dpledger.mechanisms import Composed, PoissonSubsampled, SelfComposed
-    from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
-    from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
-
-    def family(sigma_vote):
-        vote = PoissonSubsampled(NoisyArgmax(sigma=sigma_vote), sampling_probability=sampling_probability)
-        parts = [SelfComposed(vote, count=n_queries)]
-        if threshold is not None:
-            screen = NoisyScreening(k=k, threshold=threshold, sigma=ratio * sigma_vote, num_classes=num_classes)
-            parts.append(SelfComposed(subsampled_screening(screen, sampling_probability), count=n_queries))
-        return Composed(parts)
-
-    return calibrate(family, epsilon, delta, initial=(0.5, 5.0), rtol=rtol)
-
-
 def run_private_knn(arrays, *, delta, epsilon=None, sigma_vote=None, sigma_screen=None, k=None,
                     sampling_probability=None, threshold=None, threshold_fraction=0.6, screening=None,
-                    ratio=PRIVATE_KNN_RATIO, metric="cosine", random_state=None, progress=None):
+                    ratio=None, metric="cosine", random_state=None, progress=None):
     """Private-kNN (Private-kNN Sec 3): noisy screening, then a noisy argmax, on fresh Poisson subsamples.
 
     Give either ``epsilon`` (the vote and screening noise are calibrated for the worst case of every query
-    answered, :func:`private_knn_noise`) or ``sigma_vote`` (used as given; the guarantee is reported).
+    answered, :func:`predict.calibration.private_knn_noise`) or ``sigma_vote`` (used as given; the guarantee is
+    reported).
     ``k`` defaults to ``clip(n_private // 25, 10, 300)``, ``sampling_probability`` to 0.3 below 10,000 private
     records and 0.2 above, ``threshold`` to ``threshold_fraction * k``, and ``screening`` (None: automatic) is on
     from 10,000 private records (the paper's regime; on small sets the screen's noise makes it a coin flip that
     costs budget) -- fixed rules that look at the size of the private set only.
     """
+    from dpledger.predict.calibration import PRIVATE_KNN_RATIO, private_knn_noise
     from dpledger.predict.private_knn import PrivateKNNClassifier
 
+    ratio = PRIVATE_KNN_RATIO if ratio is None else ratio
     if (epsilon is None) == (sigma_vote is None):
         raise ValueError("Private-kNN needs exactly one of --epsilon (calibrate the noise) and --sigma-vote.")
     start = time.perf_counter()
@@ -174,14 +150,14 @@ def run_private_knn(arrays, *, delta, epsilon=None, sigma_vote=None, sigma_scree
     c = arrays.num_classes
     if sigma_vote is None:
         sigma_vote = private_knn_noise(epsilon=epsilon, delta=delta, n_queries=max(arrays.n_queries, 1), k=k,
-                                       sampling_probability=p, threshold=T, num_classes=c, ratio=ratio)
+                                       sampling_probability=p, threshold=T, n_classes=c, ratio=ratio)
     if T is None:
         sigma_screen = None
     elif sigma_screen is None:
         sigma_screen = ratio * sigma_vote
     # without screening the classifier ignores sigma_screen (it still validates it: pass a placeholder)
     clf = PrivateKNNClassifier(k=k, sampling_probability=p, threshold=T, sigma_screen=sigma_screen or 1.0,
-                               sigma_vote=sigma_vote, metric=metric, num_classes=c, random_state=random_state)
+                               sigma_vote=sigma_vote, metric=metric, n_classes=c, random_state=random_state)
     clf.fit(arrays.X_private, arrays.y_private)
     pred = _answer_in_chunks(clf, arrays.X_query, progress)
     return {

@@ -1,56 +1,48 @@
-"""Helpers shared by the private classifiers: the abstention label, input validation, blocked torch distances.
+"""What the private classifiers share: their base class, the abstention label, input validation.
 
-Everything here is data-independent plumbing; nothing in this module draws randomness or touches a budget.
+Everything here is data-independent plumbing; nothing in this module draws randomness or touches a budget
+(neighbour search is :mod:`predict.neighbours`).
 
+* :class:`PrivateClassifier` is the base of :class:`~predict.private_knn.PrivateKNNClassifier` and
+  :class:`~predict.ind_knn.IndKNNClassifier`: scikit-learn's ``BaseEstimator`` (``get_params``, ``set_params``,
+  ``clone``, ``repr``) and ``ClassifierMixin``, with :meth:`PrivateClassifier.score` and deprecated keywords
+  (:func:`deprecated_arguments`).
 * :data:`ABSTAIN` is the label ``predict`` returns for a query the classifier declines to answer.
-* :func:`check_features`, :func:`check_labels`, :func:`check_fitted`, :func:`check_metric` validate at the
-  boundary with the package's message shape ("`X` of PrivateKNNClassifier.fit must be finite; ...");
-  :func:`check_rows` refuses rows a metric cannot handle (zero rows for cosine, float32 overflow for euclidean);
-  call it on queries before drawing any noise.
-* :class:`Reference` and :func:`pairwise_distances` compute query-to-record distances with one float32 matrix
-  product per block of queries (torch, CPU); :func:`query_blocks` cuts the queries into blocks.
+* :func:`check_features`, :func:`check_labels`, :func:`check_fitted`, :func:`check_n_classes`,
+  :func:`check_random_state` validate at the boundary with the package's message shape ("`X` of
+  PrivateKNNClassifier.fit must be finite; ..."), with the same exception type for the same mistake in both
+  classifiers: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value, :class:`NotFittedError` before
+  ``fit``.
 
 Examples
 --------
->>> import numpy as np
->>> X = check_features([[3.0, 4.0], [0.0, 1.0]], "X", "Demo")
->>> ref = Reference.from_array(X, metric="euclidean")
->>> pairwise_distances(check_features([[0.0, 0.0]], "Q", "Demo"), ref).numpy().round(4).tolist()
-[[5.0, 1.0]]
->>> [(b.start, b.stop) for b in query_blocks(5, 2)]
-[(0, 2), (2, 4), (4, 5)]
+>>> check_features([[3.0, 4.0], [0.0, 1.0]], "X", "Demo").dtype
+dtype('float32')
 """
 
-import dataclasses
+import functools
 import numbers
+import warnings
 
 import numpy as np
 import torch
-
-from dpledger.mechanisms.errors import NumericalError
-from dpledger.predict.neighbours import canonical_sq_norms, pair_dots
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 __all__ = [
     "ABSTAIN",
-    "METRICS",
     "NotFittedError",
+    "PrivateClassifier",
     "check_features",
     "check_labels",
     "check_fitted",
-    "check_metric",
-    "check_rows",
-    "MAX_SQUARED_NORM",
-    "Reference",
-    "pairwise_distances",
-    "query_blocks",
+    "check_n_classes",
+    "check_random_state",
+    "deprecated_arguments",
 ]
 
 #: Label returned by ``predict`` where a classifier abstains (a screened-out or unanswerable query). Class labels
 #: are non-negative integers, so it never collides with a class.
 ABSTAIN = -1
-
-#: Distances :func:`pairwise_distances` knows.
-METRICS = ("cosine", "euclidean")
 
 try:  # scikit-learn's class, so ``except NotFittedError`` written for scikit-learn estimators catches ours
     from sklearn.exceptions import NotFittedError
@@ -111,10 +103,10 @@ def check_features(X, name, owner, *, n_features=None, allow_empty=False):
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
-def check_labels(y, n_samples, owner, *, num_classes=None):
-    """Validate class labels: a 1-D array of ``n_samples`` integers in ``[0, num_classes)``.
+def check_labels(y, n_samples, owner, *, n_classes=None):
+    """Validate class labels: a 1-D array of ``n_samples`` integers in ``[0, n_classes)``.
 
-    Returns ``(labels as int64, num_classes)``; ``num_classes`` defaults to ``max(y) + 1`` when not given.
+    Returns ``(labels as int64, n_classes)``; ``n_classes`` defaults to ``max(y) + 1`` when not given.
     Floats are accepted only when every value is a whole number; booleans, strings and objects are refused.
     """
     if isinstance(y, (str, bytes)) or y is None:
@@ -135,13 +127,13 @@ def check_labels(y, n_samples, owner, *, num_classes=None):
     labels = arr.astype(np.int64)
     if labels.size and labels.min() < 0:
         raise ValueError(f"`y` of {owner} must hold non-negative labels ({ABSTAIN} means abstain); got {labels.min()}.")
-    if num_classes is None:
-        num_classes = int(labels.max()) + 1 if labels.size else 1
-    elif labels.size and labels.max() >= num_classes:
+    if n_classes is None:
+        n_classes = int(labels.max()) + 1 if labels.size else 1
+    elif labels.size and labels.max() >= n_classes:
         raise ValueError(
-            f"`y` of {owner} must hold labels in [0, num_classes={num_classes}); got {labels.max()}."
+            f"`y` of {owner} must hold labels in [0, n_classes={n_classes}); got {labels.max()}."
         )
-    return np.ascontiguousarray(labels), int(num_classes)
+    return np.ascontiguousarray(labels), int(n_classes)
 
 
 def check_fitted(estimator, attributes):
@@ -154,131 +146,130 @@ def check_fitted(estimator, attributes):
         )
 
 
-def check_metric(metric, owner):
-    """A metric name from :data:`METRICS`."""
-    if not isinstance(metric, str):
-        raise TypeError(f"`metric` of {owner} must be a string; got {type(metric).__name__} {metric!r}.")
-    if metric not in METRICS:
-        raise ValueError(f"`metric` of {owner} must be one of {list(METRICS)}; got {metric!r}.")
-    return metric
+def check_n_classes(n_classes, owner):
+    """The size ``c >= 2`` of the public label domain ``{0, ..., c - 1}``: required, never read off the data.
 
-
-@dataclasses.dataclass(frozen=True)
-class Reference:
-    """The private records prepared once for distance computations.
-
-    Attributes
-    ----------
-    points : torch.Tensor, float32 (n, d)
-        For ``metric="euclidean"`` it shares memory with the validated array; for ``metric="cosine"`` it is a
-        copy with rows scaled to unit L2 norm in float64 (a per-record map, so no statistic of the data set
-        enters; a zero row is refused).
-    sq_norms : torch.Tensor, float32 (n,)
-        Squared L2 norms of ``points``, each the canonical dot product of its row with itself
-        (:func:`predict.neighbours.canonical_sq_norms`: a function of the record alone).
-    metric : str
+    ``ValueError`` when it is missing (``None``) or below 2, ``TypeError`` for a non-integer.
     """
-
-    points: torch.Tensor
-    sq_norms: torch.Tensor
-    metric: str
-
-    @classmethod
-    def from_array(cls, X, *, metric, owner="Reference"):
-        """Prepare a validated float32 array ``X`` (see :func:`check_features`) for ``metric``."""
-        metric = check_metric(metric, owner)
-        check_rows(X, metric, "X", owner)
-        if metric == "cosine":
-            points = _unit_rows(X)
-        else:
-            points = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
-        return cls(points=points, sq_norms=canonical_sq_norms(points), metric=metric)
-
-    @property
-    def n(self):
-        return int(self.points.shape[0])
-
-
-#: Largest squared row norm accepted for ``metric="euclidean"``: keeps ``|q|^2 + |x|^2 - 2 q.x`` (at most
-#: ``4e37``) inside float32's range (``3.4e38``), so no distance overflows to inf and turns into NaN.
-MAX_SQUARED_NORM = 1e37
-
-
-def check_rows(X, metric, name, owner):
-    """Refuse rows a metric cannot handle, before any noise is drawn.
-
-    ``"cosine"``: an all-zero row has no direction. ``"euclidean"``: a squared norm above
-    :data:`MAX_SQUARED_NORM` would overflow float32 distances. Norms are taken in float64 (no underflow).
-    """
-    sq = np.einsum("ij,ij->i", np.asarray(X, dtype=np.float64), np.asarray(X, dtype=np.float64))
-    if metric == "cosine" and (sq == 0).any():
-        row = int(np.argmax(sq == 0))
-        raise ValueError(f"`{name}` of {owner} must have no all-zero row for metric='cosine'; got one at row {row}.")
-    if metric == "euclidean" and (sq > MAX_SQUARED_NORM).any():
-        row = int(np.argmax(sq > MAX_SQUARED_NORM))
+    if n_classes is None:
         raise ValueError(
-            f"`{name}` of {owner} must have squared row norms at most {MAX_SQUARED_NORM:g} for float32 distances; "
-            f"got {sq[row]:.3g} at row {row}."
+            f"`n_classes` of {owner} is required: the label domain is public input and is never read off the "
+            "private labels (a record with a label nobody else has would reveal itself)."
         )
-    return sq
+    if isinstance(n_classes, (bool, np.bool_)) or not isinstance(n_classes, numbers.Integral):
+        raise TypeError(f"`n_classes` of {owner} must be an integer; got {type(n_classes).__name__} {n_classes!r}.")
+    if n_classes < 2:
+        raise ValueError(f"`n_classes` of {owner} must be at least 2; got {n_classes}.")
+    return int(n_classes)
 
 
-def _unit_rows(X):
-    """Rows scaled to unit L2 norm, computed in float64 (tiny rows do not underflow), returned as float32."""
-    X = np.asarray(X, dtype=np.float64)
-    return torch.from_numpy((X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32))
+def check_random_state(random_state, owner):
+    """``None``, a non-negative int, a ``numpy.random.SeedSequence`` or a ``numpy.random.Generator``; returned
+    unchanged. ``TypeError`` for another type, ``ValueError`` for a negative seed."""
+    if random_state is None or isinstance(random_state, (np.random.SeedSequence, np.random.Generator)):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise ValueError(f"`random_state` of {owner} must be non-negative; got {random_state}.")
+        return random_state
+    raise TypeError(
+        f"`random_state` of {owner} must be None, an int, a SeedSequence or a Generator; "
+        f"got {type(random_state).__name__}."
+    )
 
 
-#: Largest number of (query, record) pairs computed in one call of the canonical product (memory: about 40
-#: bytes per pair for the index arrays and values).
-_PAIRS_PER_CALL = 4_000_000
+def deprecated_arguments(*, positional=(), renamed=None):
+    """Decorate a keyword-only ``__init__`` so that its old calls keep working for one release, with a warning.
 
-
-def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
-    """Distances from each query row to every reference record: a (len(Q), n) float64 torch tensor, >= 0.
-
-    * ``"euclidean"``: ``sqrt(max(|q|^2 + |x|^2 - 2 q.x, 0))``;
-    * ``"cosine"``: ``max(1 - q.x / (|q| |x|), 0)``, in [0, 2].
-
-    **Canonical values**: every dot product (and squared norm) is one float32 dot product of the two rows alone
-    (:func:`predict.neighbours.pair_dots`, ``torch.sparse.sampled_addmm``), finished in float64, so each distance is
-    a function of its query and its record only, bit for bit, whatever the other records, their number or the
-    blocking. A blocked matrix product does not have this property (its summation order depends on the shapes),
-    and with ties it let removing one far record change a neighbour set by two records (issue 13 item 6), beyond
-    the sensitivity the aggregation is charged for. Rows are checked with :func:`check_rows`; a NaN result raises
-    :class:`~mechanisms.errors.NumericalError` (it never reaches a ranking). Call it on blocks of queries
-    (:func:`query_blocks`) to bound memory at ``block * n`` float64.
-
-    Parameters
-    ----------
-    Q : numpy.ndarray, float32 (b, d)
-        Validated queries (:func:`check_features`).
-    reference : Reference
+    ``positional``: names the old signature accepted by position (in order); ``renamed``: ``{old: new}`` keyword
+    names. Each old use raises a ``DeprecationWarning`` and is mapped to the new keyword; giving a keyword under
+    both names is a ``TypeError``. The decorated function keeps the signature of ``__init__`` (``__wrapped__``),
+    so scikit-learn's ``get_params``, ``set_params`` and ``clone`` see only the current names;
+    :meth:`PrivateClassifier.set_params` maps the old names too.
     """
-    check_rows(Q, reference.metric, "Q", owner)
-    q = _unit_rows(Q) if reference.metric == "cosine" else torch.from_numpy(np.ascontiguousarray(Q, dtype=np.float32))
-    b, n = q.shape[0], reference.n
-    out = torch.empty((b, n), dtype=torch.float64)
-    step = max(1, _PAIRS_PER_CALL // max(n, 1))
-    cols_row = np.arange(n, dtype=np.int64)
-    for start in range(0, b, step):
-        qs = q[start : start + step]
-        m = qs.shape[0]
-        rows, cols = np.repeat(np.arange(m, dtype=np.int64), n), np.tile(cols_row, m)
-        dots = pair_dots(qs, reference.points, rows, cols).reshape(m, n).to(torch.float64)
-        if reference.metric == "cosine":
-            out[start : start + m] = (1.0 - dots).clamp_(min=0.0)
-        else:
-            sq_q = canonical_sq_norms(qs).to(torch.float64)
-            d2 = sq_q[:, None] + reference.sq_norms.to(torch.float64)[None, :] - 2.0 * dots
-            out[start : start + m] = d2.clamp_(min=0.0).sqrt_()
-    if bool(torch.isnan(out).any()):  # cannot happen for validated input; never let NaN reach a ranking
-        raise NumericalError(f"{owner}: a distance came out NaN.")
-    return out
+    renamed = dict(renamed or {})
+
+    def decorate(init):
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            owner = type(self).__name__
+            if len(args) > len(positional):
+                raise TypeError(f"{owner}() takes keyword arguments only; got {len(args)} positional arguments.")
+            for name, value in zip(positional, args):
+                if name in kwargs:
+                    raise TypeError(f"{owner}() got multiple values for argument {name!r}.")
+                warnings.warn(f"passing `{name}` of {owner} by position is deprecated; write {name}={value!r}.",
+                              DeprecationWarning, stacklevel=2)
+                kwargs[name] = value
+            init(self, **_renamed(kwargs, renamed, owner))
+
+        __init__.renamed_arguments = renamed
+        return __init__
+
+    return decorate
 
 
-def query_blocks(n_queries, block_size):
-    """Consecutive ``slice`` objects covering ``range(n_queries)`` in blocks of at most ``block_size``."""
-    if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size, numbers.Integral) or block_size < 1:
-        raise ValueError(f"`block_size` must be a positive integer; got {block_size!r}.")
-    return [slice(s, min(s + block_size, n_queries)) for s in range(0, n_queries, int(block_size))]
+def _renamed(kwargs, renamed, owner):
+    """``kwargs`` with deprecated names replaced by the current ones (warning once per old name)."""
+    for old, new in renamed.items():
+        if old in kwargs:
+            if new in kwargs:
+                raise TypeError(f"`{old}` of {owner} is the deprecated name of `{new}`; give only `{new}`.")
+            warnings.warn(f"`{old}` of {owner} is deprecated; use `{new}` (same meaning).", DeprecationWarning,
+                          stacklevel=3)
+            kwargs[new] = kwargs.pop(old)
+    return kwargs
+
+
+class PrivateClassifier(ClassifierMixin, BaseEstimator):
+    """Base of the private classifiers: scikit-learn's estimator protocol, :meth:`score`, deprecated names.
+
+    Subclasses have keyword-only constructors that store their hyper-parameters unchanged (so ``get_params``,
+    ``set_params``, ``sklearn.base.clone`` and the ``repr`` work), validate them in ``fit``, and answer queries
+    in ``predict``, every answer charged before it is released.
+    """
+
+    def set_params(self, **params):
+        """Set hyper-parameters (scikit-learn's ``set_params``; deprecated names are mapped with a warning).
+
+        They take effect at the next ``fit``; no budget or ledger is reset by it.
+        """
+        renamed = getattr(type(self).__init__, "renamed_arguments", {})
+        return super().set_params(**_renamed(dict(params), renamed, type(self).__name__))
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy of :meth:`predict` on ``X`` against ``y`` (as scikit-learn's ``ClassifierMixin.score``).
+
+        **This spends privacy**: the queries ``X`` are answered exactly as by :meth:`predict`, charged to the
+        classifier's budgets or ledger before anything is released, and they advance its noise generator. Score
+        only public queries whose answers you mean to pay for. A query the classifier abstains from
+        (:data:`ABSTAIN`) counts as an error. ``X`` and ``y`` are validated before any query is answered.
+
+        Parameters
+        ----------
+        X : array_like of shape (m, d)
+            Public queries.
+        y : array_like of shape (m,)
+            Their true labels, integers in ``[0, n_classes)``.
+        sample_weight : array_like of shape (m,), optional
+
+        Returns
+        -------
+        float
+            ``sum_t w_t [predict(X)_t == y_t] / sum_t w_t`` (``w_t = 1`` by default); ``nan`` for no query.
+        """
+        owner = f"{type(self).__name__}.score"
+        check_fitted(self, ["n_features_in_"])
+        X = check_features(X, "X", owner, n_features=self.n_features_in_, allow_empty=True)
+        labels, _ = check_labels(y, X.shape[0], owner, n_classes=self.n_classes_)
+        weights = None
+        if sample_weight is not None:
+            weights = np.asarray(sample_weight, dtype=np.float64)
+            if weights.shape != labels.shape or not (np.isfinite(weights) & (weights >= 0)).all() or (
+                    labels.size and not weights.sum() > 0):
+                raise ValueError(f"`sample_weight` of {owner} must be {labels.shape[0]} finite non-negative numbers "
+                                 "with a positive sum.")
+        if X.shape[0] == 0:
+            return float("nan")
+        correct = self.predict(X) == labels
+        return float(np.average(correct, weights=weights))

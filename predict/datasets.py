@@ -31,6 +31,7 @@ import pathlib
 import numpy as np
 
 from dpledger.mechanisms.errors import DPLedgerError
+from dpledger.predict.neighbours import unit_rows
 
 __all__ = ["DataUnavailableError", "Split", "available", "load", "NAMES", "FEATURES"]
 
@@ -134,11 +135,6 @@ def _load_raw(name):
     )
 
 
-def _unit_rows(X):
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return np.ascontiguousarray(X / np.where(norms > 0.0, norms, 1.0), dtype=np.float32)
-
-
 def _pca(X_public, n_components):
     """Mean and top principal directions of the public set (an SVD of the centred public data)."""
     mean = X_public.mean(axis=0)
@@ -196,10 +192,10 @@ def load(name, *, features="pixels", random_state=0):
         name=name,
         features=features,
         description=description,
-        X_private=_unit_rows(X_train),
+        X_private=unit_rows(X_train),
         y_private=np.asarray(y_train, dtype=np.int64),
-        X_public=_unit_rows(X_public),
+        X_public=unit_rows(X_public),
         y_public=np.asarray(y_test[public], dtype=np.int64),
-        X_query=_unit_rows(X_query),
+        X_query=unit_rows(X_query),
         y_query=np.asarray(y_test[query], dtype=np.int64),
     )

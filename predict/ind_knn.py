@@ -6,14 +6,19 @@ are answered in order; for query ``q_t`` (Algorithm 3; the clipping as intended,
 
 1. *select* the active records (neither retired nor removed) with ``kappa(x_i, q_t) >= tau``; the decision
    depends on record ``i``, the query and ``i``'s own budget only (Thm 3.1 proof);
-2. *noisy count*: each selected record contributes ``c_i = min(1, sigma1 * sqrt(2 z_i))`` to
-   ``sum_i c_i + N(0, sigma1^2)``, an individual Gaussian charge ``c_i^2 / (2 sigma1^2)`` (Lemma 2.5), at most
-   ``z_i``: a record whose budget cannot pay the full ``1 / (2 sigma1^2)`` pays exactly what is left, contributes
+2. *noisy count*: each selected record contributes ``c_i = min(1, sigma_count * sqrt(2 z_i))`` to
+   ``sum_i c_i + N(0, sigma_count^2)``, an individual Gaussian charge ``c_i^2 / (2 sigma_count^2)`` (Lemma 2.5),
+   at most ``z_i``: a record whose budget cannot pay the full ``1 / (2 sigma_count^2)`` pays exactly what is left,
+   contributes
    the clipped ``c_i`` and is retired (DESIGN.md rule 3); ``K_t = max(noisy count, min_count)`` (supplement
    Sec 3: the floor at 30);
-3. *kernel-weighted vote*: ``f_i = min(kappa_i, sigma2 * sqrt(2 K_t z_i))`` on the one-hot label, an individual
-   charge ``f_i^2 / (2 sigma2^2 K_t) <= z_i`` (Lemma 3.1); a clipped record pays what is left and is retired;
-4. release ``argmax_j (sum_i f_i e_{y_i} + N(0, sigma2^2 K_t I_c))_j``.
+3. *kernel-weighted vote*: ``f_i = min(kappa_i, sigma_vote * sqrt(2 K_t z_i))`` on the one-hot label, an
+   individual charge ``f_i^2 / (2 sigma_vote^2 K_t) <= z_i`` (Lemma 3.1); a clipped record pays what is left and
+   is retired;
+4. release ``argmax_j (sum_i f_i e_{y_i} + N(0, sigma_vote^2 K_t I_c))_j``.
+
+(The paper's ``sigma_1`` and ``sigma_2`` are ``sigma_count`` and ``sigma_vote`` here, the names Private-kNN's
+classifier uses for its noise: ``sigma_screen``, ``sigma_vote``.)
 
 Charges are made in the filter before the release (rule 3). A query with no selected record still releases the
 argmax of pure noise (rule 1): every query draws the same ``1 + c`` standard normals whatever the data. By fully
@@ -40,23 +45,36 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> X = np.vstack([rng.normal([3, 0], 0.3, (100, 2)), rng.normal([0, 3], 0.3, (100, 2))])
 >>> y = np.repeat([0, 1], 100)
->>> clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.9, sigma2=0.2, n_queries=10, n_classes=2, random_state=0)
+>>> clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.9, sigma_vote=0.2, n_queries=10, n_classes=2,
+...                        random_state=0)
 >>> clf.fit(X, y).predict([[1.0, 0.05], [0.05, 1.0]]).tolist()
 [0, 1]
 >>> round(clf.privacy_report(1e-5).epsilon, 6) <= 1.0
 True
+>>> clf
+IndKNNClassifier(n_classes=2, n_queries=10, random_state=0, sigma_vote=0.2,
+                 tau=0.9)
 """
 
 import functools
 import math
 import numbers
+import warnings
 
 import numpy as np
 import torch
 
 from dpledger.accountants import individual_conversions as _conv
 from dpledger.accountants.individual_filter import RTOL, IndividualRenyiFilter, budget_for
-from dpledger.predict._common import check_features, check_fitted, check_labels
+from dpledger.predict._common import (
+    PrivateClassifier,
+    check_features,
+    check_fitted,
+    check_labels,
+    check_n_classes,
+    check_random_state,
+    deprecated_arguments,
+)
 from dpledger.predict.identity import SpendHistory, fingerprints
 from dpledger.predict.lsh import LSHSearch
 from dpledger.predict.neighbours import ExactSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
@@ -71,16 +89,14 @@ _SHRINK = 1.0 - 1e-9
 _STATE_FORMAT = "dpledger.IndKNNClassifier"
 #: Largest noise scale accepted: with it every count and vote stays far inside float64 (checked before charging).
 _MAX_SIGMA = 1e100
-_PARAMS = (
-    "epsilon", "delta", "kernel", "nu", "tau", "sigma2", "sigma1", "n_queries", "min_count", "reuse_predictions",
-    "search", "lsh_tables", "lsh_bits", "block_size", "accounting", "n_classes", "random_state",
-)
+#: Deprecated keyword names (one release) and the current ones: the paper's sigma_1, sigma_2.
+_RENAMED = {"sigma1": "sigma_count", "sigma2": "sigma_vote"}
 
 
 @functools.lru_cache(maxsize=256)
-def _budget(epsilon, delta, accounting):
+def _budget(epsilon, delta, conversion):
     """``budget_for`` (a pure function of its arguments, costly to evaluate) cached by value."""
-    return budget_for(epsilon, delta, accounting=accounting)
+    return budget_for(epsilon, delta, accounting=conversion)
 
 
 def _real(value, name, *, lo=0.0, lo_open=True, hi=math.inf):
@@ -95,29 +111,25 @@ def _real(value, name, *, lo=0.0, lo_open=True, hi=math.inf):
 
 
 def _int(value, name, lo=1):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < lo:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` of {_OWNER} must be an integer >= {lo}; got {type(value).__name__} {value!r}.")
+    if value < lo:
         raise ValueError(f"`{name}` of {_OWNER} must be an integer >= {lo}; got {value!r}.")
     return int(value)
 
 
 def _seed_sequence(random_state):
+    random_state = check_random_state(random_state, _OWNER)
     if random_state is None:
         return np.random.SeedSequence()
     if isinstance(random_state, np.random.SeedSequence):
         return random_state
     if isinstance(random_state, np.random.Generator):
         return np.random.SeedSequence(int(random_state.integers(0, 2**63)))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
-        if random_state < 0:
-            raise ValueError(f"`random_state` of {_OWNER} must be non-negative; got {random_state}.")
-        return np.random.SeedSequence(int(random_state))
-    raise TypeError(
-        f"`random_state` of {_OWNER} must be None, an int, a SeedSequence or a Generator; "
-        f"got {type(random_state).__name__}."
-    )
+    return np.random.SeedSequence(int(random_state))
 
 
-class IndKNNClassifier:
+class IndKNNClassifier(PrivateClassifier):
     """Ind-KNN (Ind-KNN Algorithm 3) with prediction reuse and LSH search; see the module docstring.
 
     Parameters
@@ -129,12 +141,13 @@ class IndKNNClassifier:
         RBF bandwidth (``kappa = exp(-|x - q|^2 / nu^2)``); the paper uses ``e^1.5``.
     tau : float in (0, 1], default 0.5
         Selection threshold on the kernel value.
-    sigma2 : float, default 1.0
-        Vote noise scale: the vote noise has variance ``sigma2^2 K_t``.
-    sigma1 : float, optional
-        Count noise standard deviation; default ``sqrt(n_queries / (6 B))`` (supplement Sec 3).
+    sigma_vote : float, default 1.0
+        Vote noise scale (the paper's ``sigma_2``): the vote noise has variance ``sigma_vote^2 K_t``.
+    sigma_count : float, optional
+        Count noise standard deviation (the paper's ``sigma_1``); default ``sqrt(n_queries / (6 B))`` (supplement
+        Sec 3).
     n_queries : int, default 1000
-        Planned number of queries, used only for the default ``sigma1``; it does not limit anything and the
+        Planned number of queries, used only for the default ``sigma_count``; it does not limit anything and the
         guarantee does not depend on it.
     min_count : float, default 30
         Floor of ``K_t`` (supplement Sec 3).
@@ -164,19 +177,26 @@ class IndKNNClassifier:
     their whole history: fitting again keeps what every record already spent (and
     the generator, so a seeded refit does not replay its noise), and a record removed and added back, or seen in
     an earlier fit, starts from its spend, never from zero. Records with the same content share the larger spend.
-    :meth:`fit`, :meth:`add` and :meth:`load_state_dict` validate everything before changing anything.
+    :meth:`fit`, :meth:`add` and :meth:`load_state_dict` validate everything before changing anything. A new
+    object (including ``sklearn.base.clone``) has no history: give it only private data that no earlier object
+    answered queries about, or continue the old one (refit it, or restore its :meth:`state_dict`).
+
+    :meth:`score` answers its queries like :meth:`predict` and charges them. Deprecated (removed in the next
+    release): ``epsilon`` and ``delta`` by position, ``sigma1`` / ``sigma2`` (now ``sigma_count`` /
+    ``sigma_vote``) and the fitted ``sigma1_`` (now ``sigma_count_``).
     """
 
-    def __init__(self, epsilon=1.0, delta=1e-5, *, kernel="cosine", nu=None, tau=0.5, sigma2=1.0, sigma1=None,
-                 n_queries=1000, min_count=30, reuse_predictions=False, search="exact", lsh_tables=30, lsh_bits=8,
-                 block_size=None, accounting="rdp", n_classes=None, random_state=None):
+    @deprecated_arguments(positional=("epsilon", "delta"), renamed=_RENAMED)
+    def __init__(self, *, epsilon=1.0, delta=1e-5, kernel="cosine", nu=None, tau=0.5, sigma_vote=1.0,
+                 sigma_count=None, n_queries=1000, min_count=30, reuse_predictions=False, search="exact",
+                 lsh_tables=30, lsh_bits=8, block_size=None, accounting="rdp", n_classes=None, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
         self.kernel = kernel
         self.nu = nu
         self.tau = tau
-        self.sigma2 = sigma2
-        self.sigma1 = sigma1
+        self.sigma_vote = sigma_vote
+        self.sigma_count = sigma_count
         self.n_queries = n_queries
         self.min_count = min_count
         self.reuse_predictions = reuse_predictions
@@ -188,9 +208,12 @@ class IndKNNClassifier:
         self.n_classes = n_classes
         self.random_state = random_state
 
-    def get_params(self, deep=True):
-        """Hyper-parameters as a dict (scikit-learn convention)."""
-        return {name: getattr(self, name) for name in _PARAMS}
+    @property
+    def sigma1_(self):
+        """Deprecated name of :attr:`sigma_count_` (removed in the next release)."""
+        warnings.warn("`sigma1_` of IndKNNClassifier is deprecated; use `sigma_count_`.", DeprecationWarning,
+                      stacklevel=2)
+        return self.sigma_count_
 
     # -------------------------------------------------------------------------------------------------- fit
     def _validate_params(self, params=None):
@@ -201,9 +224,9 @@ class IndKNNClassifier:
         _check_tau(p["tau"], _OWNER)
         # noise scales are bounded so that every vote and count stays finite (validated before any charge):
         # a larger one overflowed the votes after the budgets were charged
-        _real(p["sigma2"], "sigma2", hi=_MAX_SIGMA)
-        if p["sigma1"] is not None:
-            _real(p["sigma1"], "sigma1", hi=_MAX_SIGMA)
+        _real(p["sigma_vote"], "sigma_vote", hi=_MAX_SIGMA)
+        if p["sigma_count"] is not None:
+            _real(p["sigma_count"], "sigma_count", hi=_MAX_SIGMA)
         _int(p["n_queries"], "n_queries")
         _real(p["min_count"], "min_count")
         if not isinstance(p["reuse_predictions"], (bool, np.bool_)):
@@ -214,14 +237,9 @@ class IndKNNClassifier:
         _int(p["lsh_bits"], "lsh_bits")
         if p["block_size"] is not None:
             _int(p["block_size"], "block_size")
-        if p["n_classes"] is None:
-            raise ValueError(
-                f"`n_classes` of {_OWNER} is required: the label domain is public input and is never read off the "
-                "private labels (a record with a label nobody else has would reveal itself)."
-            )
-        _int(p["n_classes"], "n_classes", lo=2)
-        if p["accounting"] not in ("rdp", "gdp"):
-            raise ValueError(f"`accounting` of {_OWNER} must be one of ['rdp', 'gdp']; got {p['accounting']!r}.")
+        check_n_classes(p["n_classes"], _OWNER)
+        check_random_state(p["random_state"], _OWNER)
+        _conv.filter_conversion(p["accounting"], _OWNER)
 
     def fit(self, X, y):
         """Store the private records; returns self.
@@ -232,13 +250,14 @@ class IndKNNClassifier:
         """
         self._validate_params()
         X = check_features(X, "X", f"{_OWNER}.fit")
-        y, _ = check_labels(y, X.shape[0], f"{_OWNER}.fit", num_classes=self.n_classes)
+        y, _ = check_labels(y, X.shape[0], f"{_OWNER}.fit", n_classes=self.n_classes)
         # the search's own checks, before any change; identities are of the records as the search holds them
         fps = fingerprints(prepare_points(X, self.kernel, owner=f"{_OWNER}.fit"), y)
-        budget = _budget(float(self.epsilon), float(self.delta), self.accounting)
+        conversion = _conv.filter_conversion(self.accounting, _OWNER)
+        budget = _budget(float(self.epsilon), float(self.delta), conversion)
         refit = hasattr(self, "filter_")
         history = self._current_history() if refit else SpendHistory()
-        filt = IndividualRenyiFilter(budget, 0, accounting=self.accounting)
+        filt = IndividualRenyiFilter(budget, 0, accounting=conversion)
         prior = history.prior(fps)
         filt.add(X.shape[0], spent=prior)  # refuses a record that already spent more than this budget
         seeds = _seed_sequence(self.random_state).spawn(2)
@@ -251,7 +270,8 @@ class IndKNNClassifier:
             search = ExactSearch(X, kernel=self.kernel, nu=self.nu, block_size=block)
         # Everything validated and built: commit.
         self.budget_ = budget
-        self.sigma1_ = float(self.sigma1) if self.sigma1 is not None else math.sqrt(self.n_queries / (6 * budget))
+        self.sigma_count_ = (float(self.sigma_count) if self.sigma_count is not None
+                             else math.sqrt(self.n_queries / (6 * budget)))
         self.n_classes_ = int(self.n_classes)
         self.n_features_in_ = X.shape[1]
         self.y_ = y.copy()
@@ -265,7 +285,6 @@ class IndKNNClassifier:
             self.n_answered_ = 0
         self._sorted_spend = np.sort(prior)
         self._log = []
-        self._sync()
         return self
 
     def _current_history(self):
@@ -314,27 +333,30 @@ class IndKNNClassifier:
         return int(sel.sum()), votes
 
     def _answer(self, idx, kap, noise, pub_count, pub_votes):
-        """One query of Algorithm 3 on its selected pairs; charges the filter, then releases the argmax."""
+        """One query of Algorithm 3 on its selected pairs; charges the filter, then releases the argmax.
+
+        The filter owns every budget: remaining budgets are read from it and charges go through its admission
+        step (:meth:`~accountants.individual_filter.IndividualRenyiFilter.admit`), which also retires a record
+        whose last charge spent what was left.
+        """
         f = self.filter_
-        B = self.budget_
-        keep = self._active_m[idx]
-        idx, kap = idx[keep], kap[keep]
-        old = self._spent_m[idx]
-        z = np.maximum(B - old, 0.0)
-        # Noisy count: contribution c_i, charge c_i^2 / (2 sigma1^2), clipped to what is left (rule 3).
-        s1 = self.sigma1_
+        z = f.remaining_at(idx)
+        keep = z > 0.0  # exactly the active records (IndividualRenyiFilter.remaining_at)
+        idx, kap, z = idx[keep], kap[keep], z[keep]
+        old = f.spent_at(idx)
+        # Noisy count: contribution c_i, charge c_i^2 / (2 sigma_count^2), clipped to what is left (rule 3).
+        s1 = self.sigma_count_
         base = _CHARGE_UP / (2.0 * s1 * s1)
         clip1 = z < base
         c = np.where(clip1, s1 * np.sqrt(2.0 * z) * _SHRINK, 1.0)
         charge1 = np.where(clip1, z, base)
-        # Pairs are distinct, in range and active, and the charges finite and >= 0, by construction: the filter's
-        # admission step is called without re-validating them (charge() is the validating public path).
-        ok1 = f._admit(idx, charge1) if idx.size else np.zeros(0, dtype=bool)
+        ok1 = f.admit(idx, charge1)
         count = float(np.dot(c, ok1)) + pub_count + s1 * noise[0]
         K = max(count, float(self.min_count))
-        # Kernel-weighted vote: f_i = min(kappa_i, sigma2 sqrt(2 K z_i)), charge f_i^2 / (2 sigma2^2 K).
-        z2 = np.where(ok1, np.maximum(B - (old + charge1), 0.0), 0.0)
-        s2 = self.sigma2
+        # Kernel-weighted vote: f_i = min(kappa_i, sigma_vote sqrt(2 K z_i)), charge f_i^2 / (2 sigma_vote^2 K), z_i
+        # what is left after the count (0 for a record the count retired or refused).
+        z2 = np.where(ok1, f.remaining_at(idx), 0.0)
+        s2 = self.sigma_vote
         raw = kap * kap * (_CHARGE_UP / (2.0 * s2 * s2 * K))
         clip2 = raw >= z2
         w = np.where(clip2, s2 * np.sqrt(2.0 * K * z2) * _SHRINK, kap)
@@ -342,33 +364,18 @@ class IndKNNClassifier:
         live = ok1 & ~clip1
         ok2 = np.zeros(idx.size, dtype=bool)
         if live.any():
-            ok2[live] = f._admit(idx[live], charge2[live])
+            ok2[live] = f.admit(idx[live], charge2[live])
         w = np.where(ok2, w, 0.0)
-        done = (ok1 & clip1) | (ok2 & clip2)
-        if done.any():
-            f._retire(idx[done])
         votes = np.bincount(self.y_[idx], weights=w, minlength=self.n_classes_)
         if pub_votes is not None:
             votes = votes + pub_votes
         votes = votes + (s2 * math.sqrt(K)) * noise[1:]
         if not np.isfinite(votes).all():  # rule 4: never reached for finite inputs; refuse rather than leak
             raise FloatingPointError("Ind-KNN votes are not finite; refusing to release an argmax.")
-        new = np.where(ok1, old + charge1, old)  # the filter's own arithmetic, so the mirrors match it exactly
-        new = np.where(ok2, new + charge2, new)
-        self._log.append((idx, old, new))
-        if (~ok1).any() or (~ok2 & live).any():
-            self._sync()  # a refusal (the filter changed behind our back): take its state as it is
-        else:
-            self._spent_m[idx] = new
-            self._active_m[idx[done | (new >= B * (1.0 - RTOL))]] = False
+        self._log.append((idx, old, f.spent_at(idx)))
         self.n_queries_ += 1
         self.n_answered_ += 1
         return int(np.argmax(votes))
-
-    def _sync(self):
-        """Mirror the filter's spends and active flags (read per query without copying the whole filter)."""
-        self._spent_m = self.filter_.spent
-        self._active_m = self.filter_.active
 
     # ------------------------------------------------------------------------------------------- the audit
     def _flush(self):
@@ -404,8 +411,7 @@ class IndKNNClassifier:
         m = self._median_spend
         if m.shape[0] == 0:
             return np.zeros(0)
-        conv = _conv.gdp_epsilon if self.accounting == "gdp" else (lambda r, d: _conv.rdp_epsilon(r, d)[0])
-        eps = conv(m.reshape(-1), delta).reshape(m.shape)
+        eps = self.filter_.conversion.epsilon(m.reshape(-1), delta)[0].reshape(m.shape)
         return eps.mean(axis=1)
 
     def individual_epsilons(self, delta):
@@ -431,7 +437,7 @@ class IndKNNClassifier:
         change."""
         check_fitted(self, ["filter_"])
         X = check_features(X, "X", f"{_OWNER}.add", n_features=self.n_features_in_, allow_empty=True)
-        y, _ = check_labels(y, X.shape[0], f"{_OWNER}.add", num_classes=self.n_classes_)
+        y, _ = check_labels(y, X.shape[0], f"{_OWNER}.add", n_classes=self.n_classes_)
         fps = fingerprints(prepare_points(X, self.kernel, owner=f"{_OWNER}.add"), y)  # validates before any change
         prior = self._current_history().prior(fps)
         limit = self.budget_ * (1.0 + RTOL)
@@ -442,7 +448,6 @@ class IndKNNClassifier:
         new = self.filter_.add(X.shape[0], spent=prior)
         self.y_ = np.concatenate([self.y_, y])
         self._fps = np.concatenate([self._fps, fps])
-        self._sync()
         self._sorted_spend = np.sort(np.concatenate([prior, self._sorted_spend]))
         return new.astype(np.int64)
 
@@ -453,7 +458,6 @@ class IndKNNClassifier:
         before = self.filter_.removed
         self.filter_.remove(indices)  # validates the indices
         gone = np.flatnonzero(self.filter_.removed & ~before)
-        self._sync()
         if gone.size:
             spent = self.filter_.spent[gone]
             self._sorted_spend = _replace_sorted(self._sorted_spend, spent, None)
@@ -462,18 +466,18 @@ class IndKNNClassifier:
     def state_dict(self):
         """Everything needed to continue exactly where this classifier is: data, budgets, identities and their
         history, generator, history of the audit. Plain numpy arrays and Python scalars (keys: ``format``,
-        ``params``, ``X``, ``y``, ``n_classes``, ``budget``, ``sigma1``, ``filter``, ``fingerprints``, ``history``,
+        ``params``, ``X``, ``y``, ``n_classes``, ``budget``, ``sigma_count``, ``filter``, ``fingerprints``, ``history``,
         ``rng``, ``hyperplanes``, ``public_X``, ``public_y``, ``median_spend``, ``n_queries``, ``n_answered``)."""
         check_fitted(self, ["filter_"])
         self._flush()
         return {
             "format": _STATE_FORMAT,
-            "params": self.get_params(),
+            "params": {**self.get_params(), "accounting": self.filter_.accounting},  # the public spelling
             "X": self.search_.points.copy(),
             "y": self.y_.copy(),
             "n_classes": self.n_classes_,
             "budget": self.budget_,
-            "sigma1": self.sigma1_,
+            "sigma_count": self.sigma_count_,
             "filter": self.filter_.state_dict(),
             "fingerprints": self._fps.copy(),
             "history": self._current_history().state_dict(),  # every identity's spend, the present ones too
@@ -494,7 +498,9 @@ class IndKNNClassifier:
         two classifiers restored from copies of one state do not share noise; a seeded one continues its stream.
         """
         owner = f"{_OWNER}.load_state_dict"
-        keys = {"format", "params", "X", "y", "n_classes", "budget", "sigma1", "filter", "fingerprints", "history",
+        if isinstance(state, dict) and "sigma1" in state and "sigma_count" not in state:
+            state = _current_names(state)  # a state saved before the rename (sigma1 / sigma2)
+        keys = {"format", "params", "X", "y", "n_classes", "budget", "sigma_count", "filter", "fingerprints", "history",
                 "rng", "hyperplanes", "public_X", "public_y", "median_spend", "n_queries", "n_answered"}
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
             raise ValueError(f"`state` of {owner} must come from state_dict(); got another object.")
@@ -502,17 +508,19 @@ class IndKNNClassifier:
             raise ValueError(f"`state` of {owner} must have exactly the keys of state_dict(); missing "
                              f"{sorted(keys - set(state))}, unexpected {sorted(set(state) - keys)}.")
         params = state["params"]
-        if not isinstance(params, dict) or set(params) != set(_PARAMS):
-            raise ValueError(f"`params` of {owner} must hold exactly {list(_PARAMS)}.")
+        names = self._get_param_names()
+        if not isinstance(params, dict) or set(params) != set(names):
+            raise ValueError(f"`params` of {owner} must hold exactly {names}.")
         self._validate_params(params)
         filt = IndividualRenyiFilter.from_state_dict(state["filter"])
         X = check_features(state["X"], "X", owner, allow_empty=True)
         n = X.shape[0]
-        y, _ = check_labels(state["y"], n, owner, num_classes=params["n_classes"])
-        budget = _budget(float(params["epsilon"]), float(params["delta"]), params["accounting"])
+        y, _ = check_labels(state["y"], n, owner, n_classes=params["n_classes"])
+        conversion = _conv.filter_conversion(params["accounting"], owner)
+        budget = _budget(float(params["epsilon"]), float(params["delta"]), conversion)
         if filt.n_records != n or int(state["n_classes"]) != params["n_classes"]:
             raise ValueError(f"`state` of {owner} has records, labels, classes and budgets that do not agree.")
-        if float(state["budget"]) != budget or filt.budget != budget or filt.accounting != params["accounting"]:
+        if float(state["budget"]) != budget or filt.budget != budget or filt.conversion != conversion:
             raise ValueError(f"`budget` of {owner} must be the budget of the stored epsilon and delta ({budget!r}); "
                              f"got {state['budget']!r} (filter {filt.budget!r}).")
         fps = np.asarray(state["fingerprints"])
@@ -522,9 +530,9 @@ class IndKNNClassifier:
         history = SpendHistory.from_state_dict(state["history"], owner)
         if (history.prior(fps) > filt.spent).any():
             raise ValueError(f"`state` of {owner} gives a record less spend than its history (a refreshed budget).")
-        sigma1 = _real(state["sigma1"], "sigma1", hi=_MAX_SIGMA)
-        if params["sigma1"] is not None and sigma1 != float(params["sigma1"]):
-            raise ValueError(f"`sigma1` of {owner} must equal the stored parameter; got {sigma1!r}.")
+        sigma_count = _real(state["sigma_count"], "sigma_count", hi=_MAX_SIGMA)
+        if params["sigma_count"] is not None and sigma_count != float(params["sigma_count"]):
+            raise ValueError(f"`sigma_count` of {owner} must equal the stored parameter; got {sigma_count!r}.")
         counts = [state["n_queries"], state["n_answered"]]
         if any(isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 0 for c in counts):
             raise ValueError(f"`n_queries`, `n_answered` of {owner} must be non-negative integers; got {counts}.")
@@ -557,13 +565,23 @@ class IndKNNClassifier:
         self.n_classes_ = int(params["n_classes"])
         self.n_features_in_ = X.shape[1]
         self.budget_ = budget
-        self.sigma1_ = sigma1
+        self.sigma_count_ = sigma_count
         self._public_X, self._public_y, self._median_spend = public_X.copy(), public_y.copy(), median.copy()
         self._sorted_spend = np.sort(filt.spent[~filt.removed])
         self._log = []
-        self._sync()
         self.n_queries_, self.n_answered_ = int(counts[0]), int(counts[1])
         return self
+
+
+def _current_names(state):
+    """A :meth:`IndKNNClassifier.state_dict` saved before ``sigma1`` / ``sigma2`` were renamed, with the current
+    names (nothing else changes: budgets, identities and the generator are restored as they were)."""
+    state = dict(state)
+    state["sigma_count"] = state.pop("sigma1")
+    params = state.get("params")
+    if isinstance(params, dict):
+        state["params"] = {_RENAMED.get(name, name): value for name, value in params.items()}
+    return state
 
 
 def _replace_sorted(s, old, new):

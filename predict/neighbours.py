@@ -1,6 +1,11 @@
-"""Kernel neighbour search for Ind-KNN: sparse (query, record, kappa) pairs with kappa at or above a threshold.
+"""Neighbour search for both private classifiers, on canonical dot products (one module, one row normaliser).
 
-Two searches with one surface, ``pairs(Q, tau) -> Pairs``:
+* Ind-KNN's kernel search: sparse (query, record, kappa) pairs with kappa at or above a threshold (below);
+* Private-kNN's distances and exact nearest-neighbour ranking: :class:`Reference`, :func:`pairwise_distances`,
+  :func:`nearest_order` (section "Distances", at the end);
+* :func:`unit_rows`, the one row normaliser (cosine kernel and metric, and the data sets' unit-norm features).
+
+Two kernel searches with one surface, ``pairs(Q, tau) -> Pairs``:
 
 * :class:`ExactSearch` -- every record is compared with every query: one float32 matrix product per block of
   queries (torch, CPU), the threshold applied to the block, and only the surviving pairs leave the block. This is
@@ -52,9 +57,12 @@ import warnings
 import numpy as np
 import torch
 
+from dpledger.mechanisms.errors import NumericalError
+
 __all__ = [
     "KERNELS", "Pairs", "ExactSearch", "block_pairs", "canonical_sq_norms", "kernel_matrix", "pair_dots",
-    "pair_kernel", "prepare_points",
+    "pair_kernel", "prepare_points", "unit_rows", "METRICS", "MAX_SQUARED_NORM", "check_metric", "check_rows",
+    "Reference", "pairwise_distances", "nearest_order", "query_blocks",
 ]
 
 #: Kernels the searches know.
@@ -128,14 +136,45 @@ def prepare_points(X, kernel, *, name="X", owner="ExactSearch"):
     if not np.isfinite(out).all():
         raise ValueError(f"`{name}` of {owner} must be finite; got a NaN or infinite entry.")
     if kernel == "cosine" and out.shape[0]:
-        norms = np.sqrt(np.einsum("ij,ij->i", out, out, dtype=np.float64))
-        if (norms == 0).any():
-            row = int(np.flatnonzero(norms == 0)[0])
+        zero = ~out.any(axis=1)
+        if zero.any():
+            row = int(np.flatnonzero(zero)[0])
             raise ValueError(
                 f"`{name}` of {owner} must have no all-zero row for kernel='cosine'; got one at row {row}."
             )
-        out /= norms[:, None].astype(np.float32)
+        out = unit_rows(out, divide_in="float32")
     return out
+
+
+def unit_rows(X, *, divide_in="float64"):
+    """Rows of ``X`` scaled to unit L2 norm, as a C-contiguous float32 array; a zero row stays zero.
+
+    Each row is divided by its own norm (a per-record map: no statistic of the data set enters). Callers that need
+    a direction refuse zero rows first (:func:`prepare_points`, :func:`check_rows`). Two roundings, one formula:
+
+    * ``divide_in="float64"`` (default): ``fl32(x / ||x||)`` with ``x`` and ``||x||`` (``numpy.linalg.norm``) in
+      float64, rounded once -- Private-kNN's records and queries (:class:`Reference`) and the unit-norm features of
+      :mod:`predict.datasets`;
+    * ``divide_in="float32"``: ``fl32(x) / fl32(sqrt(sum x_j^2))`` in float32, the sum of squares accumulated in
+      float64 -- the rows Ind-KNN's searches hold (:func:`prepare_points`). Kept because record identities
+      (:mod:`predict.identity` fingerprints, stored in state files) are fingerprints of these exact bits: another
+      rounding would make a stored record look new and refresh its budget.
+
+    Examples
+    --------
+    >>> unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]])).tolist()
+    [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+    """
+    if divide_in == "float32":
+        out = np.array(X, dtype=np.float32, order="C", copy=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", out, out, dtype=np.float64))
+        out /= np.where(norms > 0.0, norms, 1.0)[:, None].astype(np.float32)
+        return out
+    if divide_in != "float64":
+        raise ValueError(f"`divide_in` of unit_rows must be 'float64' or 'float32'; got {divide_in!r}.")
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return np.ascontiguousarray(X / np.where(norms > 0.0, norms, 1.0), dtype=np.float32)
 
 
 _U32 = 2.0 ** -24  # unit roundoff of float32
@@ -348,3 +387,175 @@ class ExactSearch:
         if not rows:
             return _to_csr(nq, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
         return _to_csr(nq, np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
+
+
+# ------------------------------------------------------------------------------------------------- Distances
+# Private-kNN ranks records by a distance (a metric), not by a thresholded kernel: exact k-nearest neighbours with
+# ties broken by record index, on the same canonical dot products as the kernel searches above.
+
+#: Distances :func:`pairwise_distances` knows.
+METRICS = ("cosine", "euclidean")
+
+def check_metric(metric, owner):
+    """A metric name from :data:`METRICS`."""
+    if not isinstance(metric, str):
+        raise TypeError(f"`metric` of {owner} must be a string; got {type(metric).__name__} {metric!r}.")
+    if metric not in METRICS:
+        raise ValueError(f"`metric` of {owner} must be one of {list(METRICS)}; got {metric!r}.")
+    return metric
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """The private records prepared once for distance computations.
+
+    Attributes
+    ----------
+    points : torch.Tensor, float32 (n, d)
+        For ``metric="euclidean"`` it shares memory with the validated array; for ``metric="cosine"`` it is a
+        copy with rows scaled to unit L2 norm in float64 (a per-record map, so no statistic of the data set
+        enters; a zero row is refused).
+    sq_norms : torch.Tensor, float32 (n,)
+        Squared L2 norms of ``points``, each the canonical dot product of its row with itself
+        (:func:`canonical_sq_norms`: a function of the record alone).
+    metric : str
+    """
+
+    points: torch.Tensor
+    sq_norms: torch.Tensor
+    metric: str
+
+    @classmethod
+    def from_array(cls, X, *, metric, owner="Reference"):
+        """Prepare a validated float32 array ``X`` (see :func:`check_features`) for ``metric``."""
+        metric = check_metric(metric, owner)
+        check_rows(X, metric, "X", owner)
+        if metric == "cosine":
+            points = torch.from_numpy(unit_rows(X))
+        else:
+            points = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+        return cls(points=points, sq_norms=canonical_sq_norms(points), metric=metric)
+
+    @property
+    def n(self):
+        return int(self.points.shape[0])
+
+
+#: Largest squared row norm accepted for ``metric="euclidean"``: keeps ``|q|^2 + |x|^2 - 2 q.x`` (at most
+#: ``4e37``) inside float32's range (``3.4e38``), so no distance overflows to inf and turns into NaN.
+MAX_SQUARED_NORM = 1e37
+
+
+def check_rows(X, metric, name, owner):
+    """Refuse rows a metric cannot handle, before any noise is drawn.
+
+    ``"cosine"``: an all-zero row has no direction. ``"euclidean"``: a squared norm above
+    :data:`MAX_SQUARED_NORM` would overflow float32 distances. Norms are taken in float64 (no underflow).
+    """
+    sq = np.einsum("ij,ij->i", np.asarray(X, dtype=np.float64), np.asarray(X, dtype=np.float64))
+    if metric == "cosine" and (sq == 0).any():
+        row = int(np.argmax(sq == 0))
+        raise ValueError(f"`{name}` of {owner} must have no all-zero row for metric='cosine'; got one at row {row}.")
+    if metric == "euclidean" and (sq > MAX_SQUARED_NORM).any():
+        row = int(np.argmax(sq > MAX_SQUARED_NORM))
+        raise ValueError(
+            f"`{name}` of {owner} must have squared row norms at most {MAX_SQUARED_NORM:g} for float32 distances; "
+            f"got {sq[row]:.3g} at row {row}."
+        )
+    return sq
+
+
+#: Largest number of (query, record) pairs computed in one call of the canonical product (memory: about 40
+#: bytes per pair for the index arrays and values).
+_PAIRS_PER_CALL = 4_000_000
+
+
+def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
+    """Distances from each query row to every reference record: a (len(Q), n) float64 torch tensor, >= 0.
+
+    * ``"euclidean"``: ``sqrt(max(|q|^2 + |x|^2 - 2 q.x, 0))``;
+    * ``"cosine"``: ``max(1 - q.x / (|q| |x|), 0)``, in [0, 2].
+
+    **Canonical values**: every dot product (and squared norm) is one float32 dot product of the two rows alone
+    (:func:`pair_dots`, ``torch.sparse.sampled_addmm``), finished in float64, so each distance is
+    a function of its query and its record only, bit for bit, whatever the other records, their number or the
+    blocking. A blocked matrix product does not have this property (its summation order depends on the shapes),
+    and with ties it let removing one far record change a neighbour set by two records (issue 13 item 6), beyond
+    the sensitivity the aggregation is charged for. Rows are checked with :func:`check_rows`; a NaN result raises
+    :class:`~mechanisms.errors.NumericalError` (it never reaches a ranking). Call it on blocks of queries
+    (:func:`query_blocks`) to bound memory at ``block * n`` float64.
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, float32 (b, d)
+        Validated queries (:func:`check_features`).
+    reference : Reference
+    """
+    check_rows(Q, reference.metric, "Q", owner)
+    if reference.metric == "cosine":
+        q = torch.from_numpy(unit_rows(Q))
+    else:
+        q = torch.from_numpy(np.ascontiguousarray(Q, dtype=np.float32))
+    b, n = q.shape[0], reference.n
+    out = torch.empty((b, n), dtype=torch.float64)
+    step = max(1, _PAIRS_PER_CALL // max(n, 1))
+    cols_row = np.arange(n, dtype=np.int64)
+    for start in range(0, b, step):
+        qs = q[start : start + step]
+        m = qs.shape[0]
+        rows, cols = np.repeat(np.arange(m, dtype=np.int64), n), np.tile(cols_row, m)
+        dots = pair_dots(qs, reference.points, rows, cols).reshape(m, n).to(torch.float64)
+        if reference.metric == "cosine":
+            out[start : start + m] = (1.0 - dots).clamp_(min=0.0)
+        else:
+            sq_q = canonical_sq_norms(qs).to(torch.float64)
+            d2 = sq_q[:, None] + reference.sq_norms.to(torch.float64)[None, :] - 2.0 * dots
+            out[start : start + m] = d2.clamp_(min=0.0).sqrt_()
+    if bool(torch.isnan(out).any()):  # cannot happen for validated input; never let NaN reach a ranking
+        raise NumericalError(f"{owner}: a distance came out NaN.")
+    return out
+
+
+def query_blocks(n_queries, block_size):
+    """Consecutive ``slice`` objects covering ``range(n_queries)`` in blocks of at most ``block_size``."""
+    if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size, numbers.Integral) or block_size < 1:
+        raise ValueError(f"`block_size` must be a positive integer; got {block_size!r}.")
+    return [slice(s, min(s + block_size, n_queries)) for s in range(0, n_queries, int(block_size))]
+
+
+def nearest_order(distances, depth):
+    """Indices of the ``depth`` nearest records per row, nearest first, exact ties broken by record index.
+
+    ``torch.topk`` finds the ``depth + 1`` smallest distances (their values are exact; only which of several
+    equal ones it returns is unspecified); a stable sort orders them by (distance, index). When the ``depth``-th
+    and ``(depth + 1)``-th smallest distances differ, the first ``depth`` of them are exactly the records below
+    the cut, in the right order. A row where they are equal (a tie across the cut) is re-ranked by a full
+    stable sort. The result is the first ``depth`` entries of the total order (distance, index).
+
+    Parameters
+    ----------
+    distances : torch.Tensor, float32 (b, n), no NaN
+    depth : int, 1 <= depth <= n
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (b, depth)
+
+    Examples
+    --------
+    >>> nearest_order(torch.tensor([[0.5, 0.1, 0.5, 0.5, 0.0]]), 3).tolist()
+    [[4, 1, 0]]
+    """
+    n = distances.shape[1]
+    if depth >= n:
+        return torch.sort(distances, dim=1, stable=True).indices.numpy()
+    values, index = torch.topk(distances, depth + 1, dim=1, largest=False, sorted=False)
+    by_index = torch.argsort(index, dim=1)
+    index, values = index.gather(1, by_index), values.gather(1, by_index)
+    values, by_value = torch.sort(values, dim=1, stable=True)
+    index = index.gather(1, by_value)[:, :depth].contiguous()
+    across = values[:, depth - 1] == values[:, depth]
+    if bool(across.any()):
+        rows = torch.nonzero(across).reshape(-1)
+        index[rows] = torch.sort(distances[rows], dim=1, stable=True).indices[:, :depth]
+    return index.numpy()

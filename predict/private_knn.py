@@ -51,10 +51,9 @@ for research and auditing, not against an adversary who can attack the generator
 """
 
 import dataclasses
+import warnings
 
 import numpy as np
-import torch
-from sklearn.base import BaseEstimator
 
 from dpledger.accountants.fourier_accountant import FourierAccountant
 from dpledger.accountants.rdp_accountant import RDPAccountant
@@ -62,26 +61,33 @@ from dpledger.accountants.report import BoundKind
 from dpledger.mechanisms import _validate
 from dpledger.mechanisms.errors import MissingCapabilityError
 from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
-from dpledger.mechanisms.noisy_screening import NoisyScreening, SubsampledScreening, subsampled_screening
+from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
 from dpledger.mechanisms.subsampled import PoissonSubsampled
 from dpledger.predict._common import (
     ABSTAIN,
-    Reference,
+    PrivateClassifier,
     check_features,
     check_fitted,
     check_labels,
+    check_n_classes,
+    check_random_state,
+    deprecated_arguments,
+)
+from dpledger.predict.neighbours import (
+    Reference,
     check_metric,
     check_rows,
+    nearest_order,
     pairwise_distances,
     query_blocks,
 )
 
-__all__ = ["PrivateKNNClassifier"]
+__all__ = ["PrivateKNNClassifier", "vote_histograms"]
 
 _OWNER = "PrivateKNNClassifier"
 
 
-class PrivateKNNClassifier(BaseEstimator):
+class PrivateKNNClassifier(PrivateClassifier):
     """Private-kNN: noisy screening then Gaussian noisy argmax over k-NN votes on Poisson subsamples.
 
     See the module docstring for the algorithm and its accounting. Every released label is a noisy argmax
@@ -101,7 +107,9 @@ class PrivateKNNClassifier(BaseEstimator):
     sigma_vote : float, default 20.0
         Standard deviation ``sigma_2`` of the noise added to each vote count.
     metric : {"cosine", "euclidean"}, default "cosine"
-    num_classes : int
+        The distance that ranks neighbours (:func:`predict.neighbours.pairwise_distances`). Ind-KNN's ``kernel`` is
+        a different thing, a similarity thresholded at ``tau``; both use the same cosine rows.
+    n_classes : int
         Size ``c >= 2`` of the label domain ``{0, ..., c - 1}``: **required**, public input. It is never read off
         the private labels (a canary with a label nobody else has would make that label appear in the outputs:
         2,909 of 10,000 answers, against 0 without it); labels outside it are refused.
@@ -127,7 +135,7 @@ class PrivateKNNClassifier(BaseEstimator):
         aggregations.
     screening_mechanism_, aggregation_mechanism_ : mechanisms.base.Mechanism
         What one query's screening (``None`` without screening) and one answer cost.
-    num_classes_, n_features_in_ : int
+    n_classes_, n_features_in_ : int
 
     Notes
     -----
@@ -143,7 +151,7 @@ class PrivateKNNClassifier(BaseEstimator):
     >>> X = np.vstack([rng.normal(0, 1, (200, 2)) + 6, rng.normal(0, 1, (200, 2)) - 6])
     >>> y = np.repeat([0, 1], 200)
     >>> clf = PrivateKNNClassifier(k=30, sampling_probability=0.5, threshold=20, sigma_screen=4.0,
-    ...                            sigma_vote=2.0, metric="euclidean", num_classes=2, random_state=0).fit(X, y)
+    ...                            sigma_vote=2.0, metric="euclidean", n_classes=2, random_state=0).fit(X, y)
     >>> clf.predict([[6.0, 6.0], [-6.0, -6.0]]).tolist()
     [0, 1]
     >>> clf.n_queries_, clf.n_answered_
@@ -151,8 +159,13 @@ class PrivateKNNClassifier(BaseEstimator):
     >>> report = clf.privacy_report(1e-5)
     >>> report.bound, round(report.epsilon, 1)
     ('upper bound', 3.4)
+    >>> clf
+    PrivateKNNClassifier(k=30, metric='euclidean', n_classes=2, random_state=0,
+                         sampling_probability=0.5, sigma_screen=4.0, sigma_vote=2.0,
+                         threshold=20)
     """
 
+    @deprecated_arguments(renamed={"num_classes": "n_classes"})
     def __init__(
         self,
         *,
@@ -162,7 +175,7 @@ class PrivateKNNClassifier(BaseEstimator):
         sigma_screen=85.0,
         sigma_vote=20.0,
         metric="cosine",
-        num_classes=None,
+        n_classes=None,
         max_answers=None,
         block_size=256,
         random_state=None,
@@ -173,10 +186,17 @@ class PrivateKNNClassifier(BaseEstimator):
         self.sigma_screen = sigma_screen
         self.sigma_vote = sigma_vote
         self.metric = metric
-        self.num_classes = num_classes
+        self.n_classes = n_classes
         self.max_answers = max_answers
         self.block_size = block_size
         self.random_state = random_state
+
+    @property
+    def num_classes_(self):
+        """Deprecated name of :attr:`n_classes_` (removed in the next release)."""
+        warnings.warn("`num_classes_` of PrivateKNNClassifier is deprecated; use `n_classes_`.", DeprecationWarning,
+                      stacklevel=2)
+        return self.n_classes_
 
     # ------------------------------------------------------------------ fit
     def _checked_params(self):
@@ -188,18 +208,12 @@ class PrivateKNNClassifier(BaseEstimator):
         sigma_screen = _validate.positive(self.sigma_screen, "sigma_screen", _OWNER)
         sigma_vote = _validate.positive(self.sigma_vote, "sigma_vote", _OWNER)
         metric = check_metric(self.metric, _OWNER)
-        if self.num_classes is None:
-            raise ValueError(
-                f"`num_classes` of {_OWNER} is required: the label domain is public input and is never read off "
-                "the private labels (a record with a label nobody else has would reveal itself)."
-            )
-        num_classes = _validate.positive_int(self.num_classes, "num_classes", _OWNER)
-        if num_classes < 2:
-            raise ValueError(f"`num_classes` of {_OWNER} must be at least 2; got {num_classes}.")
+        n_classes = check_n_classes(self.n_classes, _OWNER)
+        check_random_state(self.random_state, _OWNER)
         max_answers = None if self.max_answers is None else _validate.positive_int(self.max_answers, "max_answers",
                                                                                    _OWNER)
         block_size = _validate.positive_int(self.block_size, "block_size", _OWNER)
-        return k, p, threshold, sigma_screen, sigma_vote, metric, num_classes, max_answers, block_size
+        return k, p, threshold, sigma_screen, sigma_vote, metric, n_classes, max_answers, block_size
 
     def fit(self, X, y):
         """Validate and store the private records; returns ``self``. Nothing is released, nothing is charged.
@@ -209,11 +223,11 @@ class PrivateKNNClassifier(BaseEstimator):
         X : array_like of shape (n, d)
             Private features (finite real numbers; no all-zero row for ``metric="cosine"``).
         y : array_like of shape (n,)
-            Private labels, integers in ``[0, num_classes)``.
+            Private labels, integers in ``[0, n_classes)``.
         """
         k, p, threshold, sigma_screen, sigma_vote, metric, c, max_answers, block_size = self._checked_params()
         X = check_features(X, "X", f"{_OWNER}.fit")
-        labels, _ = check_labels(y, X.shape[0], f"{_OWNER}.fit", num_classes=c)
+        labels, _ = check_labels(y, X.shape[0], f"{_OWNER}.fit", n_classes=c)
         if k > X.shape[0]:
             raise ValueError(
                 f"`k` of {_OWNER} must be at most the number of private records ({X.shape[0]}); got {k}."
@@ -238,7 +252,7 @@ class PrivateKNNClassifier(BaseEstimator):
         # predict uses these, the values the charged mechanisms were built from: set_params takes effect at fit.
         self._params = (k, p, threshold, sigma_screen, sigma_vote, block_size)
         self._max_answers = max_answers
-        self.num_classes_ = c
+        self.n_classes_ = c
         self.n_features_in_ = X.shape[1]
         self.screening_mechanism_ = screening
         self.aggregation_mechanism_ = aggregation
@@ -306,7 +320,7 @@ class PrivateKNNClassifier(BaseEstimator):
         return ranks_screen, ranks_vote, noise_screen, noise_vote
 
     def _predict_block(self, Qb, k, p, threshold, sigma_screen, sigma_vote, owner):
-        b, c, n = Qb.shape[0], self.num_classes_, self._reference.n
+        b, c, n = Qb.shape[0], self.n_classes_, self._reference.n
         ranks_screen, ranks_vote, noise_screen, noise_vote = self._draw(b, k, p, c, sigma_screen, sigma_vote)
         depth = int(min(n, max(ranks_screen[:, -1].max(), ranks_vote[:, -1].max())))
         order = nearest_order(pairwise_distances(Qb, self._reference, owner=owner), depth)
@@ -358,55 +372,17 @@ class PrivateKNNClassifier(BaseEstimator):
         if accountant == "rdp":
             return self.accountant_.epsilon_report(delta)
         fourier = FourierAccountant()
-        for mechanism, count in self.accountant_.ledger:
-            pair = mechanism.dominating_gaussian if isinstance(mechanism, SubsampledScreening) else mechanism
-            if not fourier.supports(pair):
+        for mechanism, count in self.accountant_.ledger:  # screening enters through its dominating mechanism
+            if not fourier.supports(mechanism):
                 raise MissingCapabilityError(
-                    f"{_OWNER}.privacy_report: the Fourier accountant does not support {pair!r}; use accountant='rdp'."
+                    f"{_OWNER}.privacy_report: the Fourier accountant does not support {mechanism!r}; use "
+                    "accountant='rdp'."
                 )
-            fourier.compose(pair, count=count)
+            fourier.compose(mechanism, count=count)
         return fourier.epsilon_report(delta)
 
 
-def nearest_order(distances, depth):
-    """Indices of the ``depth`` nearest records per row, nearest first, exact ties broken by record index.
-
-    ``torch.topk`` finds the ``depth + 1`` smallest distances (their values are exact; only which of several
-    equal ones it returns is unspecified); a stable sort orders them by (distance, index). When the ``depth``-th
-    and ``(depth + 1)``-th smallest distances differ, the first ``depth`` of them are exactly the records below
-    the cut, in the right order. A row where they are equal (a tie across the cut) is re-ranked by a full
-    stable sort. The result is the first ``depth`` entries of the total order (distance, index).
-
-    Parameters
-    ----------
-    distances : torch.Tensor, float32 (b, n), no NaN
-    depth : int, 1 <= depth <= n
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (b, depth)
-
-    Examples
-    --------
-    >>> nearest_order(torch.tensor([[0.5, 0.1, 0.5, 0.5, 0.0]]), 3).tolist()
-    [[4, 1, 0]]
-    """
-    n = distances.shape[1]
-    if depth >= n:
-        return torch.sort(distances, dim=1, stable=True).indices.numpy()
-    values, index = torch.topk(distances, depth + 1, dim=1, largest=False, sorted=False)
-    by_index = torch.argsort(index, dim=1)
-    index, values = index.gather(1, by_index), values.gather(1, by_index)
-    values, by_value = torch.sort(values, dim=1, stable=True)
-    index = index.gather(1, by_value)[:, :depth].contiguous()
-    across = values[:, depth - 1] == values[:, depth]
-    if bool(across.any()):
-        rows = torch.nonzero(across).reshape(-1)
-        index[rows] = torch.sort(distances[rows], dim=1, stable=True).indices[:, :depth]
-    return index.numpy()
-
-
-def vote_histograms(ranked_labels, ranks, num_classes, *, pad_to=None):
+def vote_histograms(ranked_labels, ranks, n_classes, *, pad_to=None):
     """Vote counts of the subsampled neighbours: row ``i`` counts ``ranked_labels[i, ranks[i, j] - 1]`` over
     the ranks ``j`` with ``ranks[i, j] <= ranked_labels.shape[1]`` (records the subsample kept).
 
@@ -425,9 +401,9 @@ def vote_histograms(ranked_labels, ranks, num_classes, *, pad_to=None):
     kept = ranks <= depth
     cols = np.minimum(ranks, depth) - 1
     labels = np.take_along_axis(ranked_labels, cols, axis=1)
-    flat = (np.arange(b)[:, None] * num_classes + labels)[kept]
-    counts = np.bincount(flat, minlength=b * num_classes).reshape(b, num_classes).astype(np.float64)
+    flat = (np.arange(b)[:, None] * n_classes + labels)[kept]
+    counts = np.bincount(flat, minlength=b * n_classes).reshape(b, n_classes).astype(np.float64)
     if pad_to is not None:
         missing = pad_to - kept.sum(axis=1)
-        counts += missing[:, None] // num_classes + (np.arange(num_classes)[None, :] < (missing % num_classes)[:, None])
+        counts += missing[:, None] // n_classes + (np.arange(n_classes)[None, :] < (missing % n_classes)[:, None])
     return counts

@@ -41,7 +41,8 @@ import numpy as np
 
 from dpledger.mechanisms import _validate
 from dpledger.mechanisms.errors import DPLedgerError
-from dpledger.predict.datasets import DataUnavailableError, Split, _unit_rows
+from dpledger.predict.datasets import DataUnavailableError, Split
+from dpledger.predict.neighbours import unit_rows
 
 __all__ = [
     "DIMENSION",
@@ -251,7 +252,7 @@ def embed_texts(texts, *, batch_size=64, progress=None):
         )
         if progress is not None:
             progress(start + len(chunk), len(texts))
-    return _unit_rows(out)
+    return unit_rows(out)
 
 
 def _cache_file(cache_dir, corpus, model, indices):

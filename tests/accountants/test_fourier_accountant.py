@@ -712,3 +712,13 @@ def test_too_little_noise_for_fourier_is_a_clear_error_not_an_exhausted_machine(
     with pytest.raises(NumericalError, match="use RDPAccountant"):  # from compose or from the report
         fa.compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=0.2), count=10)
         fa.epsilon_report(1e-5)
+
+
+def test_supports_and_compose_agree_on_mechanisms_known_through_their_dominating_mechanism():
+    from dpledger.mechanisms import NoisyScreening, subsampled_screening
+
+    screening = subsampled_screening(NoisyScreening(k=30, threshold=21.0, sigma=8.0, num_classes=10), 0.25)
+    fa = FourierAccountant()
+    assert fa.supports(screening) and fa.supports(screening.screening) and not fa.supports("gaussian")
+    assert fa.compose(screening, count=3).get_epsilon(1e-5) == (
+        FourierAccountant().compose(screening.dominating_gaussian, count=3).get_epsilon(1e-5))

@@ -122,7 +122,7 @@ def test_gdp_budget_is_larger_than_rdp_budget():
 def test_individual_epsilons_monotone_and_equal_to_guarantee_at_full_spend(spends, delta, accounting):
     budget = 1.0
     f = IndividualRenyiFilter(budget, len(spends) + 1, accounting=accounting)
-    admitted = f.charge(np.arange(len(spends) + 1), np.array(spends + [budget]))
+    admitted = f.admit(np.arange(len(spends) + 1), np.array(spends + [budget]))
     assert admitted.all()
     eps = f.individual_epsilons(delta)
     order = np.argsort(f.spent, kind="stable")
@@ -136,10 +136,10 @@ def test_individual_epsilons_monotone_and_equal_to_guarantee_at_full_spend(spend
 @given(count=st.integers(1, 200), accounting=accountings)
 def test_guarantee_does_not_depend_on_the_number_of_charges(count, accounting):
     one = IndividualRenyiFilter(0.3, 5, accounting=accounting)
-    one.charge([0], 0.3)
+    one.admit([0], 0.3)
     many = IndividualRenyiFilter(0.3, 5, accounting=accounting)
     for _ in range(count):
-        many.charge(np.arange(5), 0.3 / count)
+        many.admit(np.arange(5), 0.3 / count)
     assert many.spent.max() <= 0.3 * (1 + RTOL)
     fresh = IndividualRenyiFilter(0.3, accounting=accounting)
     assert one.guarantee(1e-5) == many.guarantee(1e-5) == fresh.guarantee(1e-5)
@@ -215,49 +215,49 @@ def test_two_step_check_detects_an_overspent_filter():
 # -------------------------------------------------------------------------------- filter behaviour
 def test_charge_equal_to_remaining_is_admitted_and_retires():
     f = IndividualRenyiFilter(0.7, 3)
-    assert f.charge([0, 1], [0.1, 0.7 / 3]).all()
+    assert f.admit([0, 1], [0.1, 0.7 / 3]).all()
     rem = f.remaining
-    assert f.charge([0, 1], rem[[0, 1]]).all()
+    assert f.admit([0, 1], rem[[0, 1]]).all()
     assert f.retired[[0, 1]].all() and not f.retired[2]
     assert f.remaining[0] == 0.0 and f.spent.max() <= 0.7 * (1 + RTOL)
-    assert not f.charge([0, 1], 0.0).any()  # retired records are never admitted, not even for free
+    assert not f.admit([0, 1], 0.0).any()  # retired records are never admitted, not even for free
 
 
 def test_charge_just_above_remaining_is_refused_and_changes_nothing():
     f = IndividualRenyiFilter(1.0, 2)
-    f.charge([0], 0.4)
+    f.admit([0], 0.4)
     before = f.state_dict()
-    admitted = f.charge([0, 1], [0.6 + 1e-9, 0.2])
+    admitted = f.admit([0, 1], [0.6 + 1e-9, 0.2])
     assert admitted.tolist() == [False, True]
     assert f.spent[0] == before["spent"][0] and f.spent[1] == 0.2 and not f.retired[0]
 
 
 def test_scalar_amount_broadcasts_and_empty_charge():
     f = IndividualRenyiFilter(1.0, 4)
-    assert f.charge(np.array([3, 1], dtype=np.int32), 0.25).all()
+    assert f.admit(np.array([3, 1], dtype=np.int32), 0.25).all()
     assert f.spent.tolist() == [0.0, 0.25, 0.0, 0.25]
-    assert f.charge([], []).shape == (0,) and f.charge(np.array([], dtype=int), 0.3).shape == (0,)
-    assert f.charge(2, 0.5).tolist() == [True]  # a single integer index
+    assert f.admit([], []).shape == (0,) and f.admit(np.array([], dtype=int), 0.3).shape == (0,)
+    assert f.admit(2, 0.5).tolist() == [True]  # a single integer index
 
 
 def test_add_remove_retire():
     f = IndividualRenyiFilter(1.0, 2)
     new = f.add(3)
     assert new.tolist() == [2, 3, 4] and f.n_records == 5 and f.add(0).size == 0
-    f.charge([0, 4], 0.5)
+    f.admit([0, 4], 0.5)
     f.remove([0])
     f.retire([1])
     assert f.active.tolist() == [False, False, True, True, True]
     assert f.spent[0] == 0.5  # removal keeps the audit trail
     assert f.remaining.tolist() == [0.0, 0.0, 1.0, 1.0, 0.5]
-    assert f.charge([1, 2], 0.1).tolist() == [False, True]
+    assert f.admit([1, 2], 0.1).tolist() == [False, True]
     with pytest.raises(ValueError, match="must not be removed"):
-        f.charge([0], 0.1)
+        f.admit([0], 0.1)
 
 
 def test_state_dict_round_trip_keeps_everything():
     f = IndividualRenyiFilter(0.8, 6, accounting="gdp")
-    f.charge([0, 1, 2], [0.8, 0.3, 0.1])
+    f.admit([0, 1, 2], [0.8, 0.3, 0.1])
     f.remove([3])
     f.retire([4])
     state = f.state_dict()
@@ -292,8 +292,8 @@ def test_constructor_validation(budget, n, accounting, exc, match):
 @pytest.mark.parametrize(
     "indices, amounts, exc, match",
     [
-        ([0.0], 0.1, TypeError, "`indices` of IndividualRenyiFilter.charge must be integers"),
-        ([True], 0.1, TypeError, "`indices` of IndividualRenyiFilter.charge must be integers"),
+        ([0.0], 0.1, TypeError, "`indices` of IndividualRenyiFilter.admit must be integers"),
+        ([True], 0.1, TypeError, "`indices` of IndividualRenyiFilter.admit must be integers"),
         ([5], 0.1, ValueError, r"must be in \[0, 5\); got 5"),
         ([-1], 0.1, ValueError, r"must be in \[0, 5\); got -1"),
         ([[0, 1]], 0.1, ValueError, "must be one-dimensional"),
@@ -302,16 +302,16 @@ def test_constructor_validation(budget, n, accounting, exc, match):
         ([0, 1], [0.1, float("inf")], ValueError, "must be finite and non-negative; got inf"),
         ([0, 1], [0.1, -1e-300], ValueError, "must be finite and non-negative"),
         ([0, 1], [0.1], ValueError, r"must be a scalar or have shape \(2,\)"),
-        ([0, 1], True, TypeError, "`amounts` of IndividualRenyiFilter.charge must be real numbers"),
-        ([0, 1], ["a", "b"], TypeError, "`amounts` of IndividualRenyiFilter.charge must be real numbers"),
+        ([0, 1], True, TypeError, "`amounts` of IndividualRenyiFilter.admit must be real numbers"),
+        ([0, 1], ["a", "b"], TypeError, "`amounts` of IndividualRenyiFilter.admit must be real numbers"),
     ],
 )
 def test_bad_charges_raise_and_change_nothing(indices, amounts, exc, match):
     f = IndividualRenyiFilter(1.0, 5)
-    f.charge([0, 2], 0.3)
+    f.admit([0, 2], 0.3)
     before = f.state_dict()
     with pytest.raises(exc, match=match):
-        f.charge(indices, amounts)
+        f.admit(indices, amounts)
     after = f.state_dict()
     for key in ("spent", "retired", "removed"):
         np.testing.assert_array_equal(after[key], before[key])
@@ -319,7 +319,7 @@ def test_bad_charges_raise_and_change_nothing(indices, amounts, exc, match):
 
 def _state():
     f = IndividualRenyiFilter(1.0, 3)
-    f.charge([0, 1], [1.0, 0.5])
+    f.admit([0, 1], [1.0, 0.5])
     return f.state_dict()
 
 
@@ -356,3 +356,65 @@ def test_getters_validate_delta_and_budget_for_validates():
         budget_for(0.0, 1e-5)
     with pytest.raises(ValueError, match="`accounting` of budget_for"):
         budget_for(1.0, 1e-5, accounting="zcdp")
+
+
+# ----------------------------------------------------------------------------- the public admission step
+def test_admit_is_the_admission_step_and_charge_its_deprecated_name():
+    f, g = IndividualRenyiFilter(0.5, 4), IndividualRenyiFilter(0.5, 4)
+    assert f.admit([3, 0, 1], [0.5, 0.2, 0.6]).tolist() == [True, True, False]
+    with pytest.warns(DeprecationWarning, match="use IndividualRenyiFilter.admit"):
+        assert g.charge([3, 0, 1], [0.5, 0.2, 0.6]).tolist() == [True, True, False]
+    assert f.state_dict()["spent"].tolist() == g.state_dict()["spent"].tolist() == [0.2, 0.0, 0.0, 0.5]
+    assert f.retired.tolist() == [False, False, False, True]  # the whole budget spent: retired by the filter
+
+
+def test_admit_retires_a_record_charged_exactly_what_is_left():
+    """The clipped last charge of DESIGN.md rule 3 (amount = remaining) retires the record in the filter itself."""
+    rng = np.random.default_rng(3)
+    for budget in rng.uniform(1e-6, 10.0, 200):
+        f = IndividualRenyiFilter(budget, 1)
+        f.admit([0], rng.uniform(0.0, budget))
+        left = f.remaining_at([0])
+        assert f.admit([0], left).tolist() == [True]
+        assert f.retired.tolist() == [True] and f.remaining_at([0]).tolist() == [0.0]
+        assert f.spent[0] <= budget * (1 + RTOL)
+
+
+@pytest.mark.parametrize("method", ["spent_at", "remaining_at"])
+def test_reads_by_index_validate_like_admit(method):
+    f = IndividualRenyiFilter(1.0, 3)
+    f.admit([1], 0.25)
+    assert getattr(f, method)([1, 2]).tolist() == ([0.25, 0.0] if method == "spent_at" else [0.75, 1.0])
+    with pytest.raises(ValueError, match=rf"`indices` of IndividualRenyiFilter.{method} must be in \[0, 3\)"):
+        getattr(f, method)([3])
+    with pytest.raises(TypeError, match="must be integers"):
+        getattr(f, method)([0.5])
+
+
+# ----------------------------------------------------------------------------- conversion objects
+@pytest.mark.parametrize("spelling, cls", [("rdp", ic.RDPFilterConversion), ("GDP", ic.GDPFilterConversion)])
+def test_public_spellings_map_to_conversion_objects(spelling, cls):
+    conversion = ic.filter_conversion(spelling, "Demo")
+    assert type(conversion) is cls and conversion == cls() and str(conversion) == spelling.lower()
+    by_name = IndividualRenyiFilter(0.3, accounting=spelling)
+    by_object = IndividualRenyiFilter(0.3, accounting=cls())
+    assert by_name.conversion == by_object.conversion == conversion
+    assert by_name.accounting == by_object.accounting == spelling.lower()
+    assert by_name.guarantee(1e-5) == by_object.guarantee(1e-5)
+    assert budget_for(1.0, 1e-5, accounting=spelling) == budget_for(1.0, 1e-5, accounting=cls())
+    eps, order = conversion.epsilon(np.array([0.5]), 1e-5)
+    expected = ic.rdp_epsilon(0.5, 1e-5) if cls is ic.RDPFilterConversion else (ic.gdp_epsilon(0.5, 1e-5), np.nan)
+    np.testing.assert_array_equal(eps, [expected[0]])
+    np.testing.assert_array_equal(order, [expected[1]])
+
+
+def test_unknown_conversions_are_refused_with_their_type():
+    for value, exc, match in [("pld", ValueError, r"must be one of \['rdp', 'gdp'\]; got 'pld'"),
+                              (1, TypeError, "must be a string or a FilterConversion; got int"),
+                              (None, TypeError, "got NoneType")]:
+        with pytest.raises(exc, match=match):
+            IndividualRenyiFilter(0.3, accounting=value)
+        with pytest.raises(exc, match=match):
+            budget_for(1.0, 1e-5, accounting=value)
+    with pytest.raises(TypeError):
+        ic.FilterConversion()  # abstract: a conversion is one of the theorems

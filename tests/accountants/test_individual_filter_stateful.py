@@ -73,7 +73,7 @@ class FilterMachine(RuleBasedStateMachine):
                 amounts.append(self.budget * 1e-13)
             else:
                 amounts.append(data.draw(st.floats(0.0, 1.0)) * self.budget)
-        admitted = self.f.charge(np.array(idx), np.array(amounts))
+        admitted = self.f.admit(np.array(idx), np.array(amounts))
         assert admitted.dtype == np.bool_ and admitted.shape == (len(idx),)
         for k, (i, a) in enumerate(zip(idx, amounts)):
             expected = self._active(i) and self.spent[i] + a <= self.budget * (1.0 + RTOL)
@@ -109,7 +109,7 @@ class FilterMachine(RuleBasedStateMachine):
         else:
             indices = [float(i)]
         try:
-            self.f.charge(indices, amounts)
+            self.f.admit(indices, amounts)
         except (TypeError, ValueError):
             pass
         else:
@@ -165,6 +165,14 @@ class FilterMachine(RuleBasedStateMachine):
         assert self.f.retired.tolist() == self.retired
         assert self.f.removed.tolist() == self.removed
         assert self.f.n_records == len(self.spent)
+
+    @invariant()
+    def remaining_is_positive_exactly_for_active_records(self):
+        idx = np.arange(len(self.spent))
+        remaining = self.f.remaining_at(idx)
+        np.testing.assert_array_equal(remaining > 0, self.f.active)
+        np.testing.assert_array_equal(remaining, self.f.remaining)
+        np.testing.assert_array_equal(self.f.spent_at(idx), self.f.spent)
 
     @invariant()
     def no_spend_exceeds_the_budget(self):

@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from dpledger import runs
 from dpledger.cli import main
 from dpledger.data import Arrays
 from dpledger.predict import datasets
+from dpledger.predict.calibration import PRIVATE_KNN_RATIO, private_knn_noise
 from dpledger.predict.ind_knn import IndKNNClassifier
 from dpledger.predict.private_knn import PrivateKNNClassifier
 
@@ -55,7 +55,7 @@ def test_ind_knn_on_digits_equals_the_classifier(capsys, digits):
     n = 300  # more than one chunk of 256: chunked answering must equal one call
     data = run_json(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", str(n),
                     "--epsilon", "4", "--tau", "0.85", "--random-state", "3", "--audit")
-    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma2=1.0, n_queries=n, n_classes=10, random_state=3)
+    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma_vote=1.0, n_queries=n, n_classes=10, random_state=3)
     pred = clf.fit(digits.X_private, digits.y_private).predict(digits.X_query[:n])
     assert data["accuracy"] == float(np.mean(pred == digits.y_query[:n]))
     assert data["n_queries"] == n and data["n_answered"] == clf.n_answered_
@@ -111,9 +111,9 @@ def test_private_knn_with_given_noise_from_npz_files_equals_the_classifier(capsy
     data = run_json(capsys, "predict", "--method", "private-knn", "--private", str(path / "private.npz"),
                     "--queries", str(path / "queries.npz"), "--sigma-vote", "2", "--k", "20",
                     "--sampling-probability", "0.5", "--screening", "on", "--threshold", "12", "--random-state", "5",
-                    "--num-classes", "2")
-    clf = PrivateKNNClassifier(k=20, sampling_probability=0.5, threshold=12.0, sigma_screen=runs.PRIVATE_KNN_RATIO * 2,
-                               sigma_vote=2.0, num_classes=2, random_state=5).fit(X.astype(np.float32), y)
+                    "--n-classes", "2")
+    clf = PrivateKNNClassifier(k=20, sampling_probability=0.5, threshold=12.0, sigma_screen=PRIVATE_KNN_RATIO * 2,
+                               sigma_vote=2.0, n_classes=2, random_state=5).fit(X.astype(np.float32), y)
     pred = clf.predict(Q.astype(np.float32))
     assert data["accuracy"] == float(np.mean(pred == yq))
     assert data["n_answered"] == clf.n_answered_ == int((pred >= 0).sum())
@@ -125,33 +125,13 @@ def test_private_knn_calibrated_to_epsilon_meets_it(capsys, blobs):
     path, X, y, Q, yq = blobs
     data = run_json(capsys, "predict", "--method", "private-knn", "--private", str(path / "X.npy"),
                     str(path / "y.npy"), "--queries", str(path / "Q.npy"), "--epsilon", "3", "--k", "20",
-                    "--screening", "on", "--num-classes", "2")
+                    "--screening", "on", "--n-classes", "2")
     assert data["accuracy"] is None  # queries without labels
     assert data["guarantee"]["epsilon"] <= 3.0 and data["guarantee"]["bound"] == "upper bound"
     h = data["hyperparameters"]
     kwargs = dict(epsilon=3.0, delta=1e-5, n_queries=40, k=20, sampling_probability=h["sampling_probability"],
-                  threshold=h["threshold"], num_classes=2)
-    assert h["sigma_vote"] == runs.private_knn_noise(**kwargs)
-
-
-def test_private_knn_noise_is_the_worst_case_and_nearly_minimal():
-    from dpledger.accountants import RDPAccountant
-    from dpledger.mechanisms import PoissonSubsampled
-    from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
-    from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
-
-    kwargs = dict(epsilon=2.0, delta=1e-5, n_queries=100, k=30, sampling_probability=0.3, threshold=18.0,
-                  num_classes=10)
-    sigma = runs.private_knn_noise(**kwargs)
-
-    def worst_case(s):
-        acc = RDPAccountant()
-        acc.compose(subsampled_screening(NoisyScreening(k=30, threshold=18.0, sigma=runs.PRIVATE_KNN_RATIO * s,
-                                                        num_classes=10), 0.3), count=100)
-        acc.compose(PoissonSubsampled(NoisyArgmax(sigma=s), sampling_probability=0.3), count=100)
-        return acc.get_epsilon(1e-5)
-
-    assert worst_case(sigma) <= 2.0 < worst_case(sigma * (1 - 1e-3))
+                  threshold=h["threshold"], n_classes=2)
+    assert h["sigma_vote"] == private_knn_noise(**kwargs)
 
 
 def test_knn_reference_equals_scikit_learn(capsys, digits):
@@ -203,12 +183,12 @@ def test_bad_files(capsys, blobs):
          "either --data or --private"),
     ]
     for argv, match in cases:
-        code, out, err = run(capsys, "predict", "--method", "knn", *argv, "--num-classes", "2", "--quiet")
+        code, out, err = run(capsys, "predict", "--method", "knn", *argv, "--n-classes", "2", "--quiet")
         assert code == 2 and "Traceback" not in err and re.search(match, err), (argv, err)
     # issue 13 item 5: the label domain of files is public input, never read off the private labels
     code, out, err = run(capsys, "predict", "--method", "private-knn", "--private", str(path / "private.npz"),
                          "--queries", str(path / "Q.npy"), "--sigma-vote", "2", "--quiet")
-    assert code == 2 and "--num-classes C is required" in err
+    assert code == 2 and "--n-classes C is required" in err
 
 
 def test_a_missing_data_set_says_how_to_install_it(capsys, monkeypatch):
@@ -349,7 +329,7 @@ def test_tampered_truncated_or_empty_state_files_are_one_line_errors_with_nothin
         "n_classes = 1": lambda s: (s["params"].update(n_classes=1), s.update(n_classes=1)),
         "zeroed spends": lambda s: s["filter"].update(spent=np.zeros_like(s["filter"]["spent"])),
         "budget x100": lambda s: s.update(budget=s["budget"] * 100),
-        "sigma1 = -5": lambda s: (s["params"].update(sigma1=-5.0), s.update(sigma1=-5.0)),
+        "sigma1 = -5": lambda s: (s["params"].update(sigma_count=-5.0), s.update(sigma_count=-5.0)),
         "replaced private matrix": lambda s: s.update(X=np.flip(s["X"], axis=0).copy()),
         "missing key": lambda s: s.pop("history"),
     }
@@ -388,13 +368,13 @@ def test_label_domain_of_files(capsys, blobs):
     path, X, y, Q, yq = blobs
     files = ["--private", str(path / "private.npz"), "--queries", str(path / "queries.npz")]
     code, _, err = run(capsys, "predict", "--method", "ind-knn", *files, "--epsilon", "2", "--tau", "0.9")
-    assert code == 2 and "--num-classes C is required" in err  # it was taken from the private labels
-    given = run_json(capsys, "predict", "--method", "private-knn", *files, "--num-classes", "3", "--sigma-vote",
+    assert code == 2 and "--n-classes C is required" in err  # it was taken from the private labels
+    given = run_json(capsys, "predict", "--method", "private-knn", *files, "--n-classes", "3", "--sigma-vote",
                      "2", "--k", "20")
     assert "assumed public" not in given["data"]
-    code, _, err = run(capsys, "predict", "--method", "knn", *files, "--num-classes", "1", "--quiet")
+    code, _, err = run(capsys, "predict", "--method", "knn", *files, "--n-classes", "1", "--quiet")
     assert code == 2 and "labels go up to 1" in err
-    code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--num-classes", "10", "--quiet")
+    code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--n-classes", "10", "--quiet")
     assert code == 2 and "built-in data sets know theirs" in err
 
 
@@ -403,7 +383,7 @@ def test_output_writes_the_predictions_it_paid_for(capsys, digits, tmp_path):
     path = tmp_path / "predictions.csv"
     data = run_json(capsys, "predict", "--method", "ind-knn", "--data", "digits", "--n-queries", str(n),
                     "--epsilon", "4", "--tau", "0.85", "--random-state", "3", "--output", str(path))
-    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma2=1.0, n_queries=n, n_classes=10, random_state=3)
+    clf = IndKNNClassifier(epsilon=4.0, delta=1e-5, tau=0.85, sigma_vote=1.0, n_queries=n, n_classes=10, random_state=3)
     pred = clf.fit(digits.X_private, digits.y_private).predict(digits.X_query[:n])
     rows = path.read_text().splitlines()
     assert rows[0] == "query,prediction" and len(rows) == n + 1
@@ -412,3 +392,24 @@ def test_output_writes_the_predictions_it_paid_for(capsys, digits, tmp_path):
     code, _, err = run(capsys, "predict", "--method", "knn", "--data", "digits", "--quiet",
                        "--output", str(tmp_path / "missing" / "p.csv"))
     assert code != 0 and "cannot write --output" in err
+
+
+def test_old_option_spellings_still_work_and_say_they_are_deprecated(capsys, blobs):
+    path = blobs[0]
+    files = ("--private", str(path / "private.npz"), "--queries", str(path / "queries.npz"))
+    common = ("predict", "--method", "ind-knn", *files, "--epsilon", "3", "--tau", "0.8", "--random-state", "2")
+    code, new, err = run(capsys, *common, "--n-classes", "2", "--sigma-vote", "0.5", "--sigma-count", "4",
+                         "--json", "--quiet")
+    assert code == 0 and "deprecated" not in err
+    code, old, err = run(capsys, *common, "--num-classes", "2", "--sigma2", "0.5", "--sigma1", "4", "--json",
+                         "--quiet")
+    old, new = json.loads(old), json.loads(new)
+    old.pop("seconds"), new.pop("seconds")
+    assert code == 0 and old == new
+    for option, replacement in (("--num-classes", "--n-classes"), ("--sigma2", "--sigma-vote"),
+                                ("--sigma1", "--sigma-count")):
+        assert f"{option} is deprecated and will be removed; use {replacement}." in err
+    h = new["hyperparameters"]
+    assert h["sigma_vote"] == 0.5 and h["sigma_count"] == 4.0
+    code, out, _ = run(capsys, "predict", "--help")
+    assert "--n-classes" in out and "--sigma-count" in out and "--num-classes" not in out and "--sigma2" not in out

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from dpledger.predict import datasets
+from dpledger.predict.neighbours import unit_rows
 
 
 def test_digits_split_shapes_types_and_unit_rows():
@@ -33,7 +34,7 @@ def test_private_features_use_no_private_statistic():
     assert not np.allclose(np.abs(pa.X_private), np.abs(pb.X_private))
     # ...and it equals the projection fitted on the public part alone.
     mean, components = datasets._pca(_raw_public(0), 64)
-    expected = datasets._unit_rows((_raw_private() - mean) @ components)
+    expected = unit_rows((_raw_private() - mean) @ components)
     np.testing.assert_allclose(pa.X_private, expected, atol=1e-5)
 
 

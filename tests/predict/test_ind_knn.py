@@ -35,11 +35,12 @@ class ReferenceIndKNN:
     ``Generator(PCG64(SeedSequence(seed).spawn(2)[0]))`` (first the count's, then the votes').
     """
 
-    def __init__(self, X, y, *, epsilon, delta, tau, sigma2, sigma1=None, n_queries=1000, min_count=30,
+    def __init__(self, X, y, *, epsilon, delta, tau, sigma_vote, sigma_count=None, n_queries=1000, min_count=30,
                  kernel="cosine", nu=None, reuse=False, n_classes=None, seed=0):
         self.B = cached_budget(epsilon, delta)
-        self.s1 = sigma1 if sigma1 is not None else math.sqrt(n_queries / (6 * self.B))
-        self.s2, self.tau, self.min_count, self.kernel, self.nu, self.reuse = sigma2, tau, min_count, kernel, nu, reuse
+        self.s1 = sigma_count if sigma_count is not None else math.sqrt(n_queries / (6 * self.B))
+        self.s2, self.tau, self.min_count = sigma_vote, tau, min_count
+        self.kernel, self.nu, self.reuse = kernel, nu, reuse
         self.X = [np.asarray(x, dtype=np.float64) for x in X]
         self.y = [int(v) for v in y]
         self.c = n_classes if n_classes is not None else max(self.y) + 1
@@ -154,7 +155,7 @@ def test_blocked_equals_one_query_at_a_time_reference(case):
     seed, n, m, kernel, tau, epsilon, sigma2, min_count, reuse, block = case
     X, y, Q = blobs(seed, n, m, 3, 3)
     nu = 2.0 if kernel == "rbf" else None
-    params = dict(epsilon=epsilon, delta=1e-5, tau=tau, sigma2=sigma2, n_queries=5, min_count=min_count)
+    params = dict(epsilon=epsilon, delta=1e-5, tau=tau, sigma_vote=sigma2, n_queries=5, min_count=min_count)
     ref = ReferenceIndKNN(X, y, kernel=kernel, nu=nu, reuse=reuse, n_classes=3, seed=seed, **params)
     assume(far_from_tau(ref, Q, tau, extra=Q if reuse else ()))
     clf = IndKNNClassifier(kernel=kernel, nu=nu, reuse_predictions=reuse, n_classes=3, block_size=block,
@@ -171,7 +172,7 @@ def test_blocked_equals_one_query_at_a_time_reference(case):
 @given(st.integers(0, 2**32 - 1), st.booleans())
 def test_lsh_with_many_tables_equals_exact(seed, reuse):
     X, y, Q = blobs(seed, 60, 15, 4, 3)
-    params = dict(epsilon=0.5, delta=1e-5, tau=0.6, sigma2=0.5, n_queries=10, min_count=5, n_classes=3,
+    params = dict(epsilon=0.5, delta=1e-5, tau=0.6, sigma_vote=0.5, n_queries=10, min_count=5, n_classes=3,
                   reuse_predictions=reuse, random_state=seed)
     exact = IndKNNClassifier(**params).fit(X, y)
     lsh = IndKNNClassifier(search="lsh", lsh_tables=80, lsh_bits=1, **params).fit(X, y)
@@ -186,9 +187,10 @@ def test_lsh_with_many_tables_equals_exact(seed, reuse):
 def test_no_spend_exceeds_budget_and_unselected_pay_nothing(seed, epsilon, kernel, reuse):
     X, y, Q = blobs(seed, 40, 30, 3, 3)
     nu = 2.0 if kernel == "rbf" else None
-    clf = IndKNNClassifier(epsilon, 1e-5, kernel=kernel, nu=nu, tau=0.7, sigma2=0.3, n_queries=4, min_count=3,
+    clf = IndKNNClassifier(epsilon=epsilon, delta=1e-5, kernel=kernel, nu=nu, tau=0.7, sigma_vote=0.3, n_queries=4,
+                           min_count=3,
                            reuse_predictions=reuse, n_classes=3, random_state=seed).fit(X, y)
-    ref = ReferenceIndKNN(X, y, epsilon=epsilon, delta=1e-5, tau=0.7, sigma2=0.3, kernel=kernel, nu=nu)
+    ref = ReferenceIndKNN(X, y, epsilon=epsilon, delta=1e-5, tau=0.7, sigma_vote=0.3, kernel=kernel, nu=nu)
     assume(far_from_tau(ref, Q, 0.7))
     clf.predict(Q)
     spent = clf.filter_.spent
@@ -206,7 +208,7 @@ def test_selection_does_not_depend_on_other_records(seed, n_extra):
     """With budgets that never run out, the records charged are those with kappa >= tau, with or without others."""
     X, y, Q = blobs(seed, 30, 8, 3, 2)
     extra, y_extra, _ = blobs(seed + 1, n_extra, 1, 3, 2)
-    params = dict(epsilon=50.0, delta=1e-5, tau=0.8, sigma2=3.0, sigma1=3.0, min_count=3, n_classes=2)
+    params = dict(epsilon=50.0, delta=1e-5, tau=0.8, sigma_vote=3.0, sigma_count=3.0, min_count=3, n_classes=2)
     a = IndKNNClassifier(random_state=seed, **params).fit(X, y)
     b = IndKNNClassifier(random_state=seed + 7, **params).fit(np.concatenate([X, extra]), np.concatenate([y, y_extra]))
     a.predict(Q)
@@ -227,11 +229,11 @@ def test_query_without_selected_record_is_pure_noise(seed, data_seed):
     y2 = (y1 + 1) % 4
     Q = np.abs(np.random.default_rng(seed).normal(size=(40, 3))).astype(np.float32) + 1.0
     X1 = -np.abs(X1) - 1.0
-    params = dict(epsilon=1.0, delta=1e-5, tau=0.5, sigma2=1.0, n_queries=10, n_classes=4, random_state=seed)
+    params = dict(epsilon=1.0, delta=1e-5, tau=0.5, sigma_vote=1.0, n_queries=10, n_classes=4, random_state=seed)
     a = IndKNNClassifier(**params).fit(X1, y1).predict(Q)
     b = IndKNNClassifier(**params).fit(X2, y2).predict(Q)
     np.testing.assert_array_equal(a, b)
-    ref = ReferenceIndKNN(X1, y1, epsilon=1.0, delta=1e-5, tau=0.5, sigma2=1.0, n_queries=10, n_classes=4,
+    ref = ReferenceIndKNN(X1, y1, epsilon=1.0, delta=1e-5, tau=0.5, sigma_vote=1.0, n_queries=10, n_classes=4,
                           seed=seed)
     np.testing.assert_array_equal(a, ref.predict(Q))
 
@@ -239,7 +241,7 @@ def test_query_without_selected_record_is_pure_noise(seed, data_seed):
 def test_pure_noise_answers_are_not_a_fixed_label():
     X = -np.ones((5, 2), dtype=np.float32)
     Q = np.ones((400, 2), dtype=np.float32)
-    clf = IndKNNClassifier(1.0, 1e-5, tau=0.5, n_classes=4, random_state=1).fit(X, np.zeros(5, dtype=int))
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.5, n_classes=4, random_state=1).fit(X, np.zeros(5, dtype=int))
     counts = np.bincount(clf.predict(Q), minlength=4)
     assert np.all(counts > 60), counts  # each about 100 of 400 (binomial sd 8.7)
     assert np.all(clf.filter_.spent == 0.0)
@@ -247,7 +249,8 @@ def test_pure_noise_answers_are_not_a_fixed_label():
 
 def test_guarantee_does_not_depend_on_number_of_queries():
     X, y, Q = blobs(0, 50, 60, 3, 3)
-    clf = IndKNNClassifier(1.0, 1e-5, tau=0.6, sigma2=0.5, n_queries=20, n_classes=3, random_state=0).fit(X, y)
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.6, sigma_vote=0.5, n_queries=20, n_classes=3,
+                           random_state=0).fit(X, y)
     before = clf.privacy_report(1e-5)
     clf.predict(Q)
     clf.predict(Q)
@@ -265,7 +268,8 @@ def test_reuse_never_charges():
     X = -np.ones((10, 3), dtype=np.float32)
     rng = np.random.default_rng(0)
     Q = (np.ones((50, 3)) + 0.01 * rng.normal(size=(50, 3))).astype(np.float32)
-    clf = IndKNNClassifier(0.5, 1e-5, tau=0.5, sigma2=0.05, n_classes=3, reuse_predictions=True, min_count=1,
+    clf = IndKNNClassifier(epsilon=0.5, delta=1e-5, tau=0.5, sigma_vote=0.05, n_classes=3, reuse_predictions=True,
+                           min_count=1,
                            random_state=3, block_size=7).fit(X, np.zeros(10, dtype=int))
     out = clf.predict(Q)
     assert np.all(clf.filter_.spent == 0.0)
@@ -278,7 +282,7 @@ def test_reuse_never_charges():
 @given(st.integers(0, 2**32 - 1))
 def test_removed_records_never_contribute(seed):
     X, y, Q = blobs(seed, 40, 20, 3, 3)
-    params = dict(epsilon=0.5, delta=1e-5, tau=0.6, sigma2=0.5, n_queries=10, min_count=5, n_classes=3)
+    params = dict(epsilon=0.5, delta=1e-5, tau=0.6, sigma_vote=0.5, n_queries=10, min_count=5, n_classes=3)
     ref = ReferenceIndKNN(X, y, seed=seed, **params)
     assume(far_from_tau(ref, Q, 0.6))
     clf = IndKNNClassifier(random_state=seed, **params).fit(X, y)
@@ -304,7 +308,7 @@ def test_removed_records_never_contribute(seed):
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["exact", "lsh"]), st.booleans())
 def test_save_restore_keeps_spends_and_continues_identically(seed, search, reuse):
     X, y, Q = blobs(seed, 40, 24, 3, 3)
-    params = dict(epsilon=0.3, delta=1e-5, tau=0.6, sigma2=0.5, n_queries=10, min_count=5, n_classes=3,
+    params = dict(epsilon=0.3, delta=1e-5, tau=0.6, sigma_vote=0.5, n_queries=10, min_count=5, n_classes=3,
                   search=search, lsh_tables=4, lsh_bits=2, reuse_predictions=reuse, random_state=seed)
     clf = IndKNNClassifier(**params).fit(X, y)
     clf.predict(Q[:12])
@@ -325,7 +329,8 @@ def test_save_restore_keeps_spends_and_continues_identically(seed, search, reuse
 
 def test_add_gives_fresh_budgets_to_new_records_only():
     X, y, Q = blobs(1, 30, 40, 3, 2)
-    clf = IndKNNClassifier(0.2, 1e-5, tau=0.5, sigma2=0.5, n_queries=5, n_classes=2, random_state=0).fit(X, y)
+    clf = IndKNNClassifier(epsilon=0.2, delta=1e-5, tau=0.5, sigma_vote=0.5, n_queries=5, n_classes=2,
+                           random_state=0).fit(X, y)
     clf.predict(Q)
     assert clf.n_retired_ > 0
     new = clf.add(X[:5] + 0.01, y[:5])  # new records
@@ -340,7 +345,8 @@ def test_add_gives_fresh_budgets_to_new_records_only():
 
 def test_median_epsilon_history_matches_spends():
     X, y, Q = blobs(2, 31, 25, 3, 3)
-    clf = IndKNNClassifier(1.0, 1e-5, tau=0.6, sigma2=0.4, n_queries=10, n_classes=3, random_state=0).fit(X, y)
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.6, sigma_vote=0.4, n_queries=10, n_classes=3,
+                           random_state=0).fit(X, y)
     spends = []
     for q in Q:
         clf.predict(q[None, :])
@@ -363,17 +369,17 @@ def test_median_epsilon_history_matches_spends():
 
 def test_default_sigma1_and_budget():
     X, y, _ = blobs(0, 10, 1, 2, 2)
-    clf = IndKNNClassifier(1.0, 1e-5, n_queries=600, n_classes=2).fit(X, y)
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, n_queries=600, n_classes=2).fit(X, y)
     assert clf.budget_ == budget_for(1.0, 1e-5)
-    assert clf.sigma1_ == pytest.approx(math.sqrt(600 / (6 * clf.budget_)), rel=1e-15)  # supplement Sec 3
-    assert IndKNNClassifier(1.0, 1e-5, sigma1=2.5, n_classes=2).fit(X, y).sigma1_ == 2.5
-    gdp = IndKNNClassifier(1.0, 1e-5, accounting="gdp", n_classes=2).fit(X, y)
+    assert clf.sigma_count_ == pytest.approx(math.sqrt(600 / (6 * clf.budget_)), rel=1e-15)  # supplement Sec 3
+    assert IndKNNClassifier(epsilon=1.0, delta=1e-5, sigma_count=2.5, n_classes=2).fit(X, y).sigma_count_ == 2.5
+    gdp = IndKNNClassifier(epsilon=1.0, delta=1e-5, accounting="gdp", n_classes=2).fit(X, y)
     assert gdp.budget_ > clf.budget_ and gdp.privacy_report(1e-5).epsilon <= 1.0
 
 
 def test_blocking_and_call_splitting_do_not_change_outputs():
     X, y, Q = blobs(4, 200, 60, 5, 4)
-    params = dict(epsilon=0.5, delta=1e-5, tau=0.5, sigma2=0.5, n_queries=30, reuse_predictions=True,
+    params = dict(epsilon=0.5, delta=1e-5, tau=0.5, sigma_vote=0.5, n_queries=30, reuse_predictions=True,
                   n_classes=4, random_state=11)
     a = IndKNNClassifier(block_size=1, **params).fit(X, y).predict(Q)
     b = IndKNNClassifier(block_size=256, **params).fit(X, y).predict(Q)
@@ -395,8 +401,8 @@ def test_not_fitted_and_validation():
         (dict(tau=0.0), ValueError, r"`tau` of IndKNNClassifier must be in \(0, 1\]"),
         (dict(kernel="rbf"), TypeError, "`nu` of IndKNNClassifier must be a positive real"),
         (dict(kernel="linear"), ValueError, "`kernel` of IndKNNClassifier must be one of"),
-        (dict(sigma2=-1.0), ValueError, "`sigma2` of IndKNNClassifier must be in"),
-        (dict(sigma1=float("nan")), ValueError, "`sigma1` of IndKNNClassifier must be in"),
+        (dict(sigma_vote=-1.0), ValueError, "`sigma_vote` of IndKNNClassifier must be in"),
+        (dict(sigma_count=float("nan")), ValueError, "`sigma_count` of IndKNNClassifier must be in"),
         (dict(min_count=0), ValueError, "`min_count` of IndKNNClassifier must be in"),
         (dict(search="ivf"), ValueError, "`search` of IndKNNClassifier must be one of"),
         (dict(reuse_predictions="yes"), TypeError, "`reuse_predictions` of IndKNNClassifier must be a bool"),

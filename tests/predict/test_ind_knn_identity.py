@@ -10,7 +10,7 @@ from dpledger.predict.identity import SpendHistory, fingerprints
 from dpledger.predict.ind_knn import IndKNNClassifier
 from tests.predict.test_ind_knn import blobs
 
-PARAMS = dict(epsilon=0.3, delta=1e-5, tau=0.5, sigma2=0.5, n_queries=10, min_count=5, n_classes=3)
+PARAMS = dict(epsilon=0.3, delta=1e-5, tau=0.5, sigma_vote=0.5, n_queries=10, min_count=5, n_classes=3)
 
 
 def _fitted(seed=0, **kw):
@@ -88,7 +88,7 @@ def test_rejected_fit_and_rejected_state_change_nothing():
     for edit in (
         lambda s: s["params"].update(tau=7.0),
         lambda s: s["params"].update(n_classes=1),
-        lambda s: s["params"].update(sigma2=-5.0),
+        lambda s: s["params"].update(sigma_vote=-5.0),
         lambda s: s["filter"].update(spent=np.zeros_like(s["filter"]["spent"])),
         lambda s: s.update(fingerprints=np.zeros_like(s["fingerprints"])),
         lambda s: s.update(X=s["X"] + 1.0),
@@ -126,17 +126,17 @@ def test_label_domain_is_required_and_public():
 def test_noise_that_could_overflow_is_refused_before_anything_is_charged():
     # Measured: sigma2 = 1e308 overflowed the votes after the budgets were charged (budget spent, nothing released).
     X, y, Q = blobs(0, 20, 5, 3, 3)
-    with pytest.raises(ValueError, match="sigma2"):
-        IndKNNClassifier(**{**PARAMS, "sigma2": 1e308}).fit(X, y)
-    with pytest.raises(ValueError, match="sigma1"):
-        IndKNNClassifier(**{**PARAMS, "sigma1": 1e200}).fit(X, y)
-    clf = IndKNNClassifier(**{**PARAMS, "sigma2": 9e99, "sigma1": 9e99}).fit(X, y)
+    with pytest.raises(ValueError, match="sigma_vote"):
+        IndKNNClassifier(**{**PARAMS, "sigma_vote": 1e308}).fit(X, y)
+    with pytest.raises(ValueError, match="sigma_count"):
+        IndKNNClassifier(**{**PARAMS, "sigma_count": 1e200}).fit(X, y)
+    clf = IndKNNClassifier(**{**PARAMS, "sigma_vote": 9e99, "sigma_count": 9e99}).fit(X, y)
     assert clf.predict(Q).shape == (5,)
 
 
 def test_no_two_unseeded_classifiers_or_restored_copies_share_noise():
     X, y, Q = blobs(0, 40, 80, 3, 3)
-    params = {**PARAMS, "epsilon": 50.0, "sigma2": 30.0}
+    params = {**PARAMS, "epsilon": 50.0, "sigma_vote": 30.0}
     a = IndKNNClassifier(**params).fit(X, y).predict(Q)
     b = IndKNNClassifier(**params).fit(X, y).predict(Q)
     assert (a != b).any()

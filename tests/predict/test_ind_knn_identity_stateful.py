@@ -23,7 +23,8 @@ QUERIES = RNG.normal(size=(40, 3)).astype(np.float32)
 class IdentityMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
-        self.clf = IndKNNClassifier(0.3, 1e-5, tau=0.3, sigma2=0.4, n_queries=5, min_count=3, n_classes=3,
+        self.clf = IndKNNClassifier(epsilon=0.3, delta=1e-5, tau=0.3, sigma_vote=0.4, n_queries=5, min_count=3,
+                                    n_classes=3,
                                     random_state=1).fit(POOL_X[:15], POOL_Y[:15])
         self.rows = list(range(15))  # pool index of each row the classifier holds
         self.seen = {}  # identity -> largest spend observed

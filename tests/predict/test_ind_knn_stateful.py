@@ -29,7 +29,7 @@ class IndKNNMachine(RuleBasedStateMachine):
         self.centres = self.rng.normal(size=(C, D)) * 2
         X, y = self._draw(n)
         nu = 2.0 if kernel == "rbf" else None
-        params = dict(epsilon=epsilon, delta=1e-5, tau=TAU, sigma2=0.4, n_queries=6, min_count=4, n_classes=C)
+        params = dict(epsilon=epsilon, delta=1e-5, tau=TAU, sigma_vote=0.4, n_queries=6, min_count=4, n_classes=C)
         self.clf = IndKNNClassifier(kernel=kernel, nu=nu, reuse_predictions=reuse, block_size=block,
                                     random_state=seed, **params).fit(X, y)
         self.ref = ReferenceIndKNN(X, y, kernel=kernel, nu=nu, reuse=reuse, seed=seed, **params)
@@ -83,9 +83,30 @@ class IndKNNMachine(RuleBasedStateMachine):
         np.testing.assert_allclose(self.clf.filter_.spent, self.ref.spent, rtol=1e-6, atol=1e-12)
         np.testing.assert_array_equal(self.clf.filter_.retired, self.ref.retired)
         np.testing.assert_array_equal(self.clf.filter_.removed, self.ref.removed)
-        # the classifier's per-query mirrors of the filter (read without copying it) are exact
-        np.testing.assert_array_equal(self.clf._spent_m, self.clf.filter_.spent)
-        np.testing.assert_array_equal(self.clf._active_m, self.clf.filter_.active)
+
+    @invariant()
+    def the_filter_is_the_only_owner_of_budgets(self):
+        """Everything the classifier reports about spends is the filter's state, read through its public methods."""
+        f = self.clf.filter_
+        spent = f.spent
+        n = f.n_records
+        # no copy of the spends or of the flags lives on the classifier (the median audit's sorted multiset of
+        # spends is checked against the filter below)
+        for name, value in vars(self.clf).items():
+            per_record = isinstance(value, np.ndarray) and value.dtype in (np.float64, np.bool_) and (
+                value.shape == (n,))
+            if name != "_sorted_spend" and per_record and n:
+                assert not (np.array_equal(value, spent) or np.array_equal(value, f.active)), name
+        idx = np.arange(n)
+        np.testing.assert_array_equal(f.spent_at(idx), spent)
+        np.testing.assert_array_equal(f.remaining_at(idx) > 0, f.active)
+        np.testing.assert_array_equal(self.clf.individual_epsilons(1e-5), f.individual_epsilons(1e-5))
+        assert self.clf.n_retired_ == int(f.retired.sum())
+        state = self.clf.state_dict()
+        np.testing.assert_array_equal(state["filter"]["spent"], spent)
+        # the median audit replays the filter's spends: after a flush it holds exactly the present records' spends
+        self.clf.median_epsilon_history(1e-5)
+        np.testing.assert_array_equal(self.clf._sorted_spend, np.sort(spent[~f.removed]))
 
     @invariant()
     def budgets_hold(self):

@@ -359,3 +359,29 @@ def test_input_validation():
         LSHSearch(np.ones((3, 2)), rng=0)
     with pytest.raises(ValueError, match=r"`bits` of LSHSearch must be an integer in \[1, 62\]"):
         LSHSearch(np.ones((3, 2)), bits=0, rng=np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------------------- the one row normaliser
+def test_unit_rows_both_roundings_are_the_formulas_they_document():
+    from dpledger.predict.neighbours import Reference, unit_rows
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 7)) * np.exp(rng.uniform(-20, 20, (200, 1)))
+    X[3] = 0.0
+    wide = unit_rows(X)  # fl32(x / ||x||) in float64, rounded once
+    expected = (X / np.where(np.linalg.norm(X, axis=1) > 0, np.linalg.norm(X, axis=1), 1.0)[:, None]).astype(np.float32)
+    np.testing.assert_array_equal(wide, expected)
+    x32 = X.astype(np.float32)
+    narrow = unit_rows(X, divide_in="float32")  # float32 rows over float32 norms, summed in float64
+    norms = np.sqrt((x32.astype(np.float64) ** 2).sum(axis=1))
+    np.testing.assert_array_equal(narrow, x32 / np.where(norms > 0, norms, 1.0).astype(np.float32)[:, None])
+    assert wide.dtype == narrow.dtype == np.float32 and wide.flags.c_contiguous and narrow.flags.c_contiguous
+    assert not wide[3].any() and not narrow[3].any()  # zero rows stay zero
+    np.testing.assert_allclose(np.linalg.norm(np.delete(wide, 3, 0), axis=1), 1.0, rtol=1e-6)
+    # the classifiers' rows are these: Ind-KNN's searches hold the float32 rounding, Private-kNN the float64 one
+    keep = np.delete(X, 3, 0)
+    np.testing.assert_array_equal(prepare_points(keep, "cosine"), unit_rows(keep, divide_in="float32"))
+    ref = Reference.from_array(keep.astype(np.float32), metric="cosine")
+    np.testing.assert_array_equal(ref.points.numpy(), unit_rows(keep.astype(np.float32)))
+    with pytest.raises(ValueError, match="`divide_in` of unit_rows"):
+        unit_rows(X, divide_in="float16")

@@ -17,29 +17,30 @@ from dpledger.accountants.report import BoundKind
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 from dpledger.mechanisms.noisy_aggregation import NoisyArgmax
 from dpledger.mechanisms.noisy_screening import NoisyScreening, subsampled_screening
-from dpledger.predict._common import ABSTAIN, NotFittedError, Reference, check_features, pairwise_distances
-from dpledger.predict.private_knn import PrivateKNNClassifier, nearest_order, vote_histograms
+from dpledger.predict._common import ABSTAIN, NotFittedError, check_features
+from dpledger.predict.neighbours import Reference, nearest_order, pairwise_distances
+from dpledger.predict.private_knn import PrivateKNNClassifier, vote_histograms
 
 ORDERS = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
 
 
-def line_data(n=6, num_classes=None):
+def line_data(n=6, n_classes=None):
     """Records on a line at 1, 2, ..., n (distinct distances from the query 0); label i = rank i."""
     X = np.stack([np.arange(1, n + 1, dtype=np.float64), np.zeros(n)], axis=1)
-    return X, np.arange(n) if num_classes is None else np.arange(n) % num_classes
+    return X, np.arange(n) if n_classes is None else np.arange(n) % n_classes
 
 
-def blobs(n_per_class=60, num_classes=3, seed=0):
+def blobs(n_per_class=60, n_classes=3, seed=0):
     rng = np.random.default_rng(seed)
-    centres = 8.0 * np.stack([np.cos(2 * np.pi * np.arange(num_classes) / num_classes),
-                              np.sin(2 * np.pi * np.arange(num_classes) / num_classes)], axis=1)
+    centres = 8.0 * np.stack([np.cos(2 * np.pi * np.arange(n_classes) / n_classes),
+                              np.sin(2 * np.pi * np.arange(n_classes) / n_classes)], axis=1)
     X = np.concatenate([rng.normal(0.0, 1.0, (n_per_class, 2)) + c for c in centres])
-    return X, np.repeat(np.arange(num_classes), n_per_class), centres
+    return X, np.repeat(np.arange(n_classes), n_per_class), centres
 
 
 def small(**kw):
     params = dict(k=10, sampling_probability=0.5, threshold=6.0, sigma_screen=2.0, sigma_vote=1.0,
-                  metric="euclidean", num_classes=3, random_state=0)
+                  metric="euclidean", n_classes=3, random_state=0)
     params.update(kw)
     return PrivateKNNClassifier(**params)
 
@@ -52,7 +53,7 @@ def test_nearest_kept_record_has_the_poisson_law():
     n, p, draws = 6, 0.3, 6000
     X, y = line_data(n)
     clf = PrivateKNNClassifier(k=1, sampling_probability=p, threshold=None, sigma_vote=1e-6,
-                               metric="euclidean", num_classes=n, random_state=1).fit(X, y)
+                               metric="euclidean", n_classes=n, random_state=1).fit(X, y)
     answers = clf.predict(np.zeros((draws, 2)))
     expected = np.array([p * (1 - p) ** r + (1 - p) ** n / n for r in range(n)])
     assert math.isclose(expected.sum(), 1.0)
@@ -78,7 +79,7 @@ def test_geometric_ranks_match_per_record_coins():
     per record, computed exactly by enumerating all 2^6 subsets."""
     n, k, p, c, draws = 6, 2, 0.4, 3, 20000
     labels = np.array([0, 1, 1, 2, 0, 2])
-    clf = small(k=k, sampling_probability=p, num_classes=c, random_state=3).fit(line_data(n)[0], labels)
+    clf = small(k=k, sampling_probability=p, n_classes=c, random_state=3).fit(line_data(n)[0], labels)
     ranks = clf._draw(draws, k, p, c, 1.0, 1.0)[0]
     hists = vote_histograms(np.tile(labels, (draws, 1)), ranks, c, pad_to=k).astype(int)
     law = _exact_screen_law(n, k, p, labels, c)
@@ -133,7 +134,7 @@ def test_huge_vote_noise_makes_answers_near_uniform():
     """Unanimous votes for class 0, sigma_vote = 1e6: if the histogram were released un-noised every answer
     would be 0; with the noise the answers are uniform over the 4 classes."""
     X = np.random.default_rng(0).normal(size=(50, 3))
-    clf = PrivateKNNClassifier(k=10, sampling_probability=0.8, threshold=None, sigma_vote=1e6, num_classes=4,
+    clf = PrivateKNNClassifier(k=10, sampling_probability=0.8, threshold=None, sigma_vote=1e6, n_classes=4,
                                random_state=0).fit(X, np.zeros(50, dtype=int))
     answers = clf.predict(np.random.default_rng(1).normal(size=(2000, 3)))
     assert stats.chisquare(np.bincount(answers, minlength=4)).pvalue > 1e-3
@@ -205,7 +206,7 @@ def test_each_query_is_charged_a_screening_and_an_aggregation_whatever_passed():
     # Issue 13 item 1: the guarantee is fixed by the number of queries (every query screened and answered); the
     # sum over answered queries only is an odometer reading, shown by spent_report and labelled as such.
     X, y, _ = blobs()
-    clf = small(num_classes=3).fit(X, y)
+    clf = small(n_classes=3).fit(X, y)
     screen = subsampled_screening(NoisyScreening(k=10, threshold=6.0, sigma=2.0, num_classes=3), 0.5)
     answer = PoissonSubsampled(NoisyArgmax(sigma=1.0), sampling_probability=0.5)
     assert clf.screening_mechanism_ == screen and clf.aggregation_mechanism_ == answer
@@ -259,14 +260,14 @@ def test_answer_cap_is_a_filter_fixed_in_advance():
 def test_label_domain_is_public_input():
     # Issue 13 item 5: a canary with a label nobody else has made it appear in 2,909 of 10,000 outputs.
     X, y, _ = blobs()
-    with pytest.raises(ValueError, match="num_classes.*required"):
-        small(num_classes=None).fit(X, y)
-    with pytest.raises(ValueError, match="num_classes"):
-        small(num_classes=3).fit(X, np.where(np.arange(len(y)) == 0, 7, y))
+    with pytest.raises(ValueError, match="n_classes.*required"):
+        small(n_classes=None).fit(X, y)
+    with pytest.raises(ValueError, match="n_classes"):
+        small(n_classes=3).fit(X, np.where(np.arange(len(y)) == 0, 7, y))
     canary_x = np.vstack([X, [[500.0, 500.0]]])
-    clf = small(num_classes=3, sigma_vote=0.3, threshold=None).fit(canary_x, np.append(y, 2))
+    clf = small(n_classes=3, sigma_vote=0.3, threshold=None).fit(canary_x, np.append(y, 2))
     out = clf.predict(np.random.default_rng(0).normal(0.0, 1.0, size=(300, 2)))
-    assert out.max() <= 2 and clf.num_classes_ == 3
+    assert out.max() <= 2 and clf.n_classes_ == 3
 
 
 def test_unseeded_classifiers_never_share_noise():
@@ -316,7 +317,7 @@ def test_privacy_report_arguments():
 # --------------------------------------------------------- scikit-learn conventions
 def test_sklearn_conventions():
     params = dict(k=-3, sampling_probability="x", threshold=None, sigma_screen=0.0, sigma_vote=1.0,
-                  metric="cosine", num_classes=None, max_answers=None, block_size=2, random_state=7)
+                  metric="cosine", n_classes=None, max_answers=None, block_size=2, random_state=7)
     clf = PrivateKNNClassifier(**params)
     assert clf.get_params() == params  # __init__ stores hyper-parameters unchanged, validates nothing
     assert not [a for a in vars(clf) if a.endswith("_")]
@@ -327,7 +328,7 @@ def test_sklearn_conventions():
     assert clf.fit(X, y) is clf
     out = clf.predict(X[:5])
     assert out.dtype == np.int64 and out.shape == (5,)
-    assert clf.n_features_in_ == 2 and clf.num_classes_ == 3
+    assert clf.n_features_in_ == 2 and clf.n_classes_ == 3
     fresh = clone(clf)
     assert fresh.get_params() == clf.get_params() and not hasattr(fresh, "accountant_")
     assert clf.predict(np.empty((0, 2))).shape == (0,)
@@ -359,8 +360,8 @@ def test_refit_keeps_the_ledger():
         (dict(sigma_vote=0.0), ValueError, "`sigma_vote` of PrivateKNNClassifier must be positive"),
         (dict(metric="manhattan"), ValueError, "`metric` of PrivateKNNClassifier must be one of"),
         (dict(metric=None), TypeError, "`metric` of PrivateKNNClassifier must be a string"),
-        (dict(num_classes=1), ValueError, "`num_classes` of PrivateKNNClassifier must be at least 2"),
-        (dict(num_classes=2), ValueError, r"labels in \[0, num_classes=2\)"),
+        (dict(n_classes=1), ValueError, "`n_classes` of PrivateKNNClassifier must be at least 2"),
+        (dict(n_classes=2), ValueError, r"labels in \[0, n_classes=2\)"),
         (dict(block_size=0), ValueError, "`block_size` of PrivateKNNClassifier must be at least 1"),
     ],
 )
@@ -389,7 +390,7 @@ def test_invalid_hyper_parameters(params, error, match):
 )
 def test_invalid_training_data(X, y, error, match):
     with pytest.raises(error, match=match):
-        PrivateKNNClassifier(k=1, metric="cosine", num_classes=3).fit(X, y)
+        PrivateKNNClassifier(k=1, metric="cosine", n_classes=3).fit(X, y)
 
 
 @pytest.mark.parametrize(
@@ -465,7 +466,7 @@ def test_digits_answers_are_accurate():
 
     split = datasets.load("digits", features="pca")
     clf = PrivateKNNClassifier(k=20, sampling_probability=0.5, threshold=14.0, sigma_screen=3.0, sigma_vote=2.0,
-                               num_classes=10, random_state=0).fit(split.X_private, split.y_private)
+                               n_classes=10, random_state=0).fit(split.X_private, split.y_private)
     out = clf.predict(split.X_query)
     answered = out != ABSTAIN
     assert answered.sum() >= 250
@@ -478,11 +479,11 @@ def test_extreme_rows_never_give_nan():
     distance can overflow."""
     X = np.array([[1e-30, 0.0], [0.0, 1e-30], [1e-30, 1e-30]])
     clf = PrivateKNNClassifier(k=1, sampling_probability=1.0, threshold=None, sigma_vote=1e-3, metric="cosine",
-                               num_classes=2, random_state=0).fit(X, [0, 1, 1])
+                               n_classes=2, random_state=0).fit(X, [0, 1, 1])
     assert clf.predict([[1e-38, 0.0], [0.0, 5.0]]).tolist() == [0, 1]
     with pytest.raises(ValueError, match="squared row norms at most 1e"):
-        PrivateKNNClassifier(k=1, metric="euclidean", num_classes=2).fit([[1e19, 1e19], [0.0, 1.0]], [0, 1])
-    clf = PrivateKNNClassifier(k=1, metric="euclidean", num_classes=2).fit([[1.0, 1.0], [0.0, 1.0]], [0, 1])
+        PrivateKNNClassifier(k=1, metric="euclidean", n_classes=2).fit([[1e19, 1e19], [0.0, 1.0]], [0, 1])
+    clf = PrivateKNNClassifier(k=1, metric="euclidean", n_classes=2).fit([[1.0, 1.0], [0.0, 1.0]], [0, 1])
     with pytest.raises(ValueError, match="`Q` of PrivateKNNClassifier.predict must have squared row norms"):
         clf.predict([[1e19, 0.0]])
     assert clf.n_queries_ == 0

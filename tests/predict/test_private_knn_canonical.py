@@ -1,6 +1,6 @@
 """Private-kNN's neighbour sets depend on each record alone (issue 13 item 6).
 
-Distances come from canonical dot products (``predict._common.pairwise_distances``): each value is a function of its
+Distances come from canonical dot products (``predict.neighbours.pairwise_distances``): each value is a function of its
 query and its record, bit for bit, whatever the other records, their number, or the blocking of queries. With a
 blocked matrix product instead, removing one far record changed a k = 6 neighbour set by two records (with ties),
 so the vote histogram moved by L2 = 2 sqrt(2) against the sqrt(2) the aggregation is charged for.
@@ -12,8 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpledger.predict._common import Reference, check_features, pairwise_distances
-from dpledger.predict.private_knn import nearest_order
+from dpledger.predict._common import check_features
+from dpledger.predict.neighbours import Reference, nearest_order, pairwise_distances
 
 
 def _data(seed, n, d, ties):

@@ -25,7 +25,7 @@ class PrivateKNNMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.clf = PrivateKNNClassifier(k=5, sampling_probability=0.5, threshold=3.5, sigma_screen=1.5,
-                                        sigma_vote=1.0, metric="euclidean", num_classes=3, random_state=0).fit(X, Y)
+                                        sigma_vote=1.0, metric="euclidean", n_classes=3, random_state=0).fit(X, Y)
         self.screened = 0
         self.answered = 0
         self.last_epsilon = {d: 0.0 for d in DELTAS}
