@@ -8,8 +8,7 @@ data-dependent spends, never a guarantee -- and the number of retired records).
 
 Private-kNN has no budget parameter: :func:`predict.calibration.private_knn_noise` finds the smallest vote noise
 (with the screening noise a fixed multiple of it) such that ``n_queries`` queries, all of them answered (the worst
-case), are
-(epsilon, delta)-DP by the RDP accountant; the guarantee reported afterwards is the classifier's own
+case), are (epsilon, delta)-DP by the RDP accountant; the guarantee reported afterwards is the classifier's own
 ``privacy_report`` of what it actually released, which can only be smaller.
 """
 

@@ -4,9 +4,14 @@
   screening, Gaussian noisy argmax), accounted by an RDP accountant inside.
 * :class:`IndKNNClassifier` (``predict/ind_knn.py``): kernelized nearest neighbours with an individual Renyi
   filter (the per-query budget loop is ``IndKNNClassifier._answer``), prediction reuse and LSH search.
-* ``predict/neighbours.py``: exact blocked kernel search with canonical kernel values; ``predict/lsh.py``: LSH;
-  ``predict/datasets.py``: offline image data sets; ``predict/text_data.py``: Rotten Tomatoes reviews as
-  all-MiniLM-L6-v2 embeddings (optional data).
+* both derive from ``predict._common.PrivateClassifier`` (scikit-learn's ``BaseEstimator``: ``clone``,
+  ``set_params``, ``repr``; ``score``, which spends privacy like ``predict``) and share their parameter names
+  (``n_classes``, ``sigma_vote``, ...) and exception types;
+* ``predict/neighbours.py``: the neighbour search of both (Ind-KNN's exact blocked kernel search with canonical
+  kernel values, Private-kNN's canonical distances and exact ranking, the one row normaliser ``unit_rows``);
+  ``predict/lsh.py``: LSH; ``predict/calibration.py``: :func:`private_knn_noise`, Private-kNN's noise for an
+  (epsilon, delta) target; ``predict/datasets.py``: offline image data sets; ``predict/text_data.py``: Rotten
+  Tomatoes reviews as all-MiniLM-L6-v2 embeddings (optional data).
 
 Torch is used here (and only here) for blocked distance and kernel computations. Both classifiers take an
 explicit ``random_state``; numpy's generator is not cryptographically secure.
@@ -23,9 +28,13 @@ for _extra in ("torch", "sklearn"):  # torch first: scikit-learn probes torch it
         ) from _missing
 
 from dpledger.predict._common import ABSTAIN
+from dpledger.predict.calibration import PRIVATE_KNN_RATIO, private_knn_noise
 from dpledger.predict.ind_knn import IndKNNClassifier
 from dpledger.predict.lsh import LSHSearch
 from dpledger.predict.neighbours import ExactSearch
 from dpledger.predict.private_knn import PrivateKNNClassifier
 
-__all__ = ["ABSTAIN", "IndKNNClassifier", "PrivateKNNClassifier", "ExactSearch", "LSHSearch"]
+__all__ = [
+    "ABSTAIN", "IndKNNClassifier", "PrivateKNNClassifier", "ExactSearch", "LSHSearch", "private_knn_noise",
+    "PRIVATE_KNN_RATIO",
+]

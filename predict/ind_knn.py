@@ -9,9 +9,8 @@ are answered in order; for query ``q_t`` (Algorithm 3; the clipping as intended,
 2. *noisy count*: each selected record contributes ``c_i = min(1, sigma_count * sqrt(2 z_i))`` to
    ``sum_i c_i + N(0, sigma_count^2)``, an individual Gaussian charge ``c_i^2 / (2 sigma_count^2)`` (Lemma 2.5),
    at most ``z_i``: a record whose budget cannot pay the full ``1 / (2 sigma_count^2)`` pays exactly what is left,
-   contributes
-   the clipped ``c_i`` and is retired (DESIGN.md rule 3); ``K_t = max(noisy count, min_count)`` (supplement
-   Sec 3: the floor at 30);
+   contributes the clipped ``c_i`` and is retired (DESIGN.md rule 3); ``K_t = max(noisy count, min_count)``
+   (supplement Sec 3: the floor at 30);
 3. *kernel-weighted vote*: ``f_i = min(kappa_i, sigma_vote * sqrt(2 K_t z_i))`` on the one-hot label, an
    individual charge ``f_i^2 / (2 sigma_vote^2 K_t) <= z_i`` (Lemma 3.1); a clipped record pays what is left and
    is retired;
@@ -158,8 +157,9 @@ class IndKNNClassifier(PrivateClassifier):
         Ind-KNN-Hash tables and hyperplanes per table.
     block_size : int, optional
         Queries per matrix product (default 256 exact, 2048 LSH). Does not change any output.
-    accounting : {"rdp", "gdp"}, default "rdp"
-        The filter's theorem (:class:`accountants.individual_filter.IndividualRenyiFilter`).
+    accounting : {"rdp", "gdp"} or FilterConversion, default "rdp"
+        The filter's theorem (:class:`accountants.individual_filter.IndividualRenyiFilter`), as a
+        :class:`~accountants.individual_conversions.FilterConversion` or its public spelling.
     n_classes : int
         Number of classes ``>= 2`` (labels are ``0..n_classes-1``): **required**, public input, never read off the
         private labels (a canary with a label nobody else has made that label appear in 6,558 of 10,000 outputs

@@ -97,11 +97,17 @@ class Pairs:
         return self.indices[s:e], self.kappa[s:e]
 
 
+def _one_of(value, name, owner, choices):
+    """``value`` if it is one of the strings ``choices``: ``TypeError`` for a non-string, ``ValueError`` otherwise."""
+    if not isinstance(value, str):
+        raise TypeError(f"`{name}` of {owner} must be a string; got {type(value).__name__} {value!r}.")
+    if value not in choices:
+        raise ValueError(f"`{name}` of {owner} must be one of {list(choices)}; got {value!r}.")
+    return value
+
+
 def _check_kernel(kernel, nu, owner):
-    if not isinstance(kernel, str):
-        raise TypeError(f"`kernel` of {owner} must be a string; got {type(kernel).__name__} {kernel!r}.")
-    if kernel not in KERNELS:
-        raise ValueError(f"`kernel` of {owner} must be one of {list(KERNELS)}; got {kernel!r}.")
+    _one_of(kernel, "kernel", owner, KERNELS)
     if kernel == "rbf":
         if isinstance(nu, (bool, np.bool_)) or not isinstance(nu, numbers.Real):
             raise TypeError(f"`nu` of {owner} must be a positive real number for kernel='rbf'; got {nu!r}.")
@@ -397,12 +403,8 @@ class ExactSearch:
 METRICS = ("cosine", "euclidean")
 
 def check_metric(metric, owner):
-    """A metric name from :data:`METRICS`."""
-    if not isinstance(metric, str):
-        raise TypeError(f"`metric` of {owner} must be a string; got {type(metric).__name__} {metric!r}.")
-    if metric not in METRICS:
-        raise ValueError(f"`metric` of {owner} must be one of {list(METRICS)}; got {metric!r}.")
-    return metric
+    """A metric name from :data:`METRICS` (``TypeError`` for a non-string, ``ValueError`` for another name)."""
+    return _one_of(metric, "metric", owner, METRICS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -492,10 +494,7 @@ def pairwise_distances(Q, reference, *, owner="pairwise_distances"):
     reference : Reference
     """
     check_rows(Q, reference.metric, "Q", owner)
-    if reference.metric == "cosine":
-        q = torch.from_numpy(unit_rows(Q))
-    else:
-        q = torch.from_numpy(np.ascontiguousarray(Q, dtype=np.float32))
+    q = torch.from_numpy(unit_rows(Q) if reference.metric == "cosine" else np.ascontiguousarray(Q, dtype=np.float32))
     b, n = q.shape[0], reference.n
     out = torch.empty((b, n), dtype=torch.float64)
     step = max(1, _PAIRS_PER_CALL // max(n, 1))

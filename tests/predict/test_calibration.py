@@ -62,8 +62,7 @@ def test_ratio_and_search_options():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(threshold=18.0, k=None, n_classes=10), ValueError,
-         "`k` and `n_classes` of private_knn_noise are required"),
+        (dict(threshold=18.0, k=None, n_classes=10), ValueError, "`k` and `n_classes` of private_knn_noise are"),
         (dict(threshold=18.0, k=30, n_classes=None), ValueError, "are required with a screening `threshold`"),
         (dict(threshold=None, n_queries=0), ValueError, "`n_queries` of private_knn_noise must be at least 1"),
         (dict(threshold=None, n_queries=2.5), TypeError, "`n_queries` of private_knn_noise must be an integer"),

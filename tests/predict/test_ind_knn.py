@@ -249,8 +249,8 @@ def test_pure_noise_answers_are_not_a_fixed_label():
 
 def test_guarantee_does_not_depend_on_number_of_queries():
     X, y, Q = blobs(0, 50, 60, 3, 3)
-    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.6, sigma_vote=0.5, n_queries=20, n_classes=3,
-                           random_state=0).fit(X, y)
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5,
+                           tau=0.6, sigma_vote=0.5, n_queries=20, n_classes=3, random_state=0).fit(X, y)
     before = clf.privacy_report(1e-5)
     clf.predict(Q)
     clf.predict(Q)
@@ -329,8 +329,8 @@ def test_save_restore_keeps_spends_and_continues_identically(seed, search, reuse
 
 def test_add_gives_fresh_budgets_to_new_records_only():
     X, y, Q = blobs(1, 30, 40, 3, 2)
-    clf = IndKNNClassifier(epsilon=0.2, delta=1e-5, tau=0.5, sigma_vote=0.5, n_queries=5, n_classes=2,
-                           random_state=0).fit(X, y)
+    clf = IndKNNClassifier(epsilon=0.2, delta=1e-5,
+                           tau=0.5, sigma_vote=0.5, n_queries=5, n_classes=2, random_state=0).fit(X, y)
     clf.predict(Q)
     assert clf.n_retired_ > 0
     new = clf.add(X[:5] + 0.01, y[:5])  # new records
@@ -345,8 +345,8 @@ def test_add_gives_fresh_budgets_to_new_records_only():
 
 def test_median_epsilon_history_matches_spends():
     X, y, Q = blobs(2, 31, 25, 3, 3)
-    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5, tau=0.6, sigma_vote=0.4, n_queries=10, n_classes=3,
-                           random_state=0).fit(X, y)
+    clf = IndKNNClassifier(epsilon=1.0, delta=1e-5,
+                           tau=0.6, sigma_vote=0.4, n_queries=10, n_classes=3, random_state=0).fit(X, y)
     spends = []
     for q in Q:
         clf.predict(q[None, :])

@@ -93,9 +93,8 @@ class IndKNNMachine(RuleBasedStateMachine):
         # no copy of the spends or of the flags lives on the classifier (the median audit's sorted multiset of
         # spends is checked against the filter below)
         for name, value in vars(self.clf).items():
-            per_record = isinstance(value, np.ndarray) and value.dtype in (np.float64, np.bool_) and (
-                value.shape == (n,))
-            if name != "_sorted_spend" and per_record and n:
+            array = isinstance(value, np.ndarray) and value.dtype in (np.float64, np.bool_) and value.shape == (n,)
+            if name != "_sorted_spend" and array and n:
                 assert not (np.array_equal(value, spent) or np.array_equal(value, f.active)), name
         idx = np.arange(n)
         np.testing.assert_array_equal(f.spent_at(idx), spent)

@@ -183,8 +183,8 @@ def test_a_state_saved_under_the_old_names_restores_exactly():
     state = clf.state_dict()
     legacy = pickle.loads(pickle.dumps(state))
     legacy["sigma1"] = legacy.pop("sigma_count")
-    legacy["params"] = {{"sigma_count": "sigma1", "sigma_vote": "sigma2"}.get(k, k): v for k,
-                        v in legacy["params"].items()}
+    old_names = {"sigma_count": "sigma1", "sigma_vote": "sigma2"}
+    legacy["params"] = {old_names.get(k, k): v for k, v in legacy["params"].items()}
     a, b = IndKNNClassifier().load_state_dict(state), IndKNNClassifier().load_state_dict(legacy)
     assert a.get_params() == b.get_params()
     np.testing.assert_array_equal(a.filter_.spent, b.filter_.spent)
