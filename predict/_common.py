@@ -229,6 +229,23 @@ class PrivateClassifier(ClassifierMixin, BaseEstimator):
     in ``predict``, every answer charged before it is released.
     """
 
+    def __sklearn_clone__(self):
+        """``sklearn.base.clone``: an unfitted copy with the same hyper-parameters, refused once this classifier
+        has spent privacy (DESIGN.md privacy rule 8: cloning must not refresh anyone's budget; a clone fitted on
+        the same records would start from fresh budgets). Refit this object instead: a refit keeps what was
+        spent."""
+        if self._has_spent():
+            raise ValueError(
+                f"cannot clone a {type(self).__name__} that has answered queries: the clone would start from "
+                "fresh budgets on the same records (DESIGN.md privacy rule 8); refit this one instead (a refit "
+                "keeps what was spent), or clone it before it answers anything."
+            )
+        return super().__sklearn_clone__()
+
+    def _has_spent(self):
+        """Whether any privacy has been spent (answered or charged queries); subclasses say how."""
+        return False
+
     def set_params(self, **params):
         """Set hyper-parameters (scikit-learn's ``set_params``; deprecated names are mapped with a warning).
 

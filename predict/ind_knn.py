@@ -241,6 +241,11 @@ class IndKNNClassifier(PrivateClassifier):
         check_random_state(p["random_state"], _OWNER)
         _conv.filter_conversion(p["accounting"], _OWNER)
 
+    def _has_spent(self):
+        """Some record's individual filter has been charged (or a spend history was carried over)."""
+        filt = getattr(self, "filter_", None)
+        return filt is not None and bool(np.any(filt.spent > 0.0))
+
     def fit(self, X, y):
         """Store the private records; returns self.
 

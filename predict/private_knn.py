@@ -215,6 +215,11 @@ class PrivateKNNClassifier(PrivateClassifier):
         block_size = _validate.positive_int(self.block_size, "block_size", _OWNER)
         return k, p, threshold, sigma_screen, sigma_vote, metric, n_classes, max_answers, block_size
 
+    def _has_spent(self):
+        """Its ledger holds charged queries."""
+        accountant = getattr(self, "accountant_", None)
+        return accountant is not None and bool(accountant.ledger)
+
     def fit(self, X, y):
         """Validate and store the private records; returns ``self``. Nothing is released, nothing is charged.
 

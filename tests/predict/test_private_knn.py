@@ -329,8 +329,10 @@ def test_sklearn_conventions():
     out = clf.predict(X[:5])
     assert out.dtype == np.int64 and out.shape == (5,)
     assert clf.n_features_in_ == 2 and clf.n_classes_ == 3
-    fresh = clone(clf)
+    fresh = clone(small())
     assert fresh.get_params() == clf.get_params() and not hasattr(fresh, "accountant_")
+    with pytest.raises(ValueError, match="rule 8"):  # it has answered queries: a clone would refresh the budget
+        clone(clf)
     assert clf.predict(np.empty((0, 2))).shape == (0,)
 
 

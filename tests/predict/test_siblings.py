@@ -66,10 +66,11 @@ def test_clone_and_set_params(make):
     assert twin.get_params() == clf.get_params()
     assert not hasattr(twin, "n_features_in_")  # an unfitted copy: nothing of the fitted state (nor budgets) copied
     np.testing.assert_array_equal(twin.fit(X, y).predict(Q), clf.predict(Q))  # same seed: the same answers
-    assert twin.set_params(sigma_vote=0.5) is twin and twin.sigma_vote == 0.5
-    assert clone(twin).get_params()["sigma_vote"] == 0.5
+    other = make()
+    assert other.set_params(sigma_vote=0.5) is other and other.sigma_vote == 0.5
+    assert clone(other).get_params()["sigma_vote"] == 0.5
     with pytest.raises(ValueError, match="Invalid parameter"):
-        twin.set_params(sigma_two=1.0)
+        other.set_params(sigma_two=1.0)
 
 
 @both
@@ -243,3 +244,19 @@ def test_the_same_data_mistakes_raise_the_same_type_in_both(make):
         clf.predict(Q[:, :2])
     with pytest.raises(TypeError, match=f"`Q` of {name}.predict must be a 2-D array"):
         clf.predict("queries")
+
+
+@both
+def test_cloning_a_classifier_that_has_spent_privacy_is_refused(make):
+    """DESIGN.md privacy rule 8: a clone fitted on the same records would start from fresh budgets."""
+    X, y, Q, _ = blobs()
+    clf = make()
+    clone(clf)  # unfitted: nothing spent, cloning is fine
+    clf.fit(X, y)
+    clone(clf)  # fitted, nothing answered yet: nothing to refresh
+    clf.predict(Q[:3])
+    with pytest.raises(ValueError, match="rule 8"):
+        clone(clf)
+    clf.fit(X, y)  # a refit keeps what was spent, so cloning stays refused
+    with pytest.raises(ValueError, match="rule 8"):
+        clone(clf)
