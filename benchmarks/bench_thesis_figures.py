@@ -277,36 +277,36 @@ def _plots(fig23, fig24, fig31):
         return ["(plots not written: pip install 'dpledger[plots]')"]
     PLOTS.mkdir(parents=True, exist_ok=True)
     written = []
-    fig, axes = plt.subplots(2, 3, figsize=(12, 7))
-    for row, setting in enumerate(SETTINGS):
-        for col, name in enumerate(("Gaussian", "Laplace", "RR")):
-            c, ax = fig23[setting, name], axes[row][col]
-            for key, style, color in (("general", "-", "C0"), ("tight", "-", "k"), ("tau", "--", "C1"),
-                                      ("wbk", ":", "C4"), ("abadi", "-.", "C2")):
-                if not np.all(np.isnan(c[key])):
-                    ax.loglog(c["orders"], c[key], style, color=color, label=key)
-            ax.set_title(f"{name}, {setting}")
-            ax.set_xlabel("order alpha")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    written.append(str(PLOTS / "figure_2_3.png"))
-    fig.savefig(written[-1], dpi=100)
-    plt.close(fig)
-    fig, axes = plt.subplots(2, 3, figsize=(12, 7))
-    for row, setting in enumerate(SETTINGS):
-        for col, name in enumerate(("Gaussian", "Laplace", "RR")):
-            ks, line = fig24[setting, name]
-            ax = axes[row][col]
-            for key, color in (("general", "C0"), ("tight", "k"), ("abadi", "C2"), ("strong", "C3")):
-                if not np.all(np.isnan(line[key])):
-                    ax.loglog(ks, line[key], color=color, label=key)
-            ax.set_title(f"{name}, {setting}")
-            ax.set_xlabel("compositions k")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    written.append(str(PLOTS / "figure_2_4.png"))
-    fig.savefig(written[-1], dpi=100)
-    plt.close(fig)
+    def grid(name, xlabel, draw):
+        """One panel per (setting, base), as the thesis lays out Figures 2.3 and 2.4."""
+        fig, axes = plt.subplots(2, 3, figsize=(12, 7))
+        for row, setting in enumerate(SETTINGS):
+            for col, base in enumerate(("Gaussian", "Laplace", "RR")):
+                ax = axes[row][col]
+                draw(ax, setting, base)
+                ax.set_title(f"{base}, {setting}")
+                ax.set_xlabel(xlabel)
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        written.append(str(PLOTS / name))
+        fig.savefig(written[-1], dpi=100)
+        plt.close(fig)
+
+    def rdp_panel(ax, setting, base):
+        c = fig23[setting, base]
+        for key, style, color in (("general", "-", "C0"), ("tight", "-", "k"), ("tau", "--", "C1"),
+                                  ("wbk", ":", "C4"), ("abadi", "-.", "C2")):
+            if not np.all(np.isnan(c[key])):
+                ax.loglog(c["orders"], c[key], style, color=color, label=key)
+
+    def composition_panel(ax, setting, base):
+        ks, line = fig24[setting, base]
+        for key, color in (("general", "C0"), ("tight", "k"), ("abadi", "C2"), ("strong", "C3")):
+            if not np.all(np.isnan(line[key])):
+                ax.loglog(ks, line[key], color=color, label=key)
+
+    grid("figure_2_3.png", "order alpha", rdp_panel)
+    grid("figure_2_4.png", "compositions k", composition_panel)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     axes[0].plot(fig31["orders"], fig31["rdp_gm"], label="GM")
     axes[0].plot(fig31["orders"], fig31["rdp_rr"], "--", label="RR")
