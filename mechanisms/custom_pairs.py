@@ -184,7 +184,9 @@ class DiscretePairMechanism(Mechanism):
     def _rdp(self, orders):
         if self.missing_mass:
             return np.full(orders.shape, np.inf)
-        eps_inf = float(np.abs(self._loss()).max())
+        # the largest |log p - log q|, rounded up past the subtraction's rounding (u of the result): the pure
+        # epsilon must be at or above every exact loss of the stored pair, or delta at it would not be 0
+        eps_inf = float(_logmath.round_up(float(np.abs(self._loss()).max()), 2))
         return _rdp_from_log_mgf(self._log_mgf, orders, eps_inf)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):

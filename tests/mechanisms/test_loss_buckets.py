@@ -173,3 +173,17 @@ def test_subsampled_laplace_buckets_enclose_mpmath(scale, q, step, direction):
                     p, r = p + pm, r + qq
             assert b.p_lower[i] <= p <= b.p_upper[i] and b.q_lower[i] <= r <= b.q_upper[i], i
             assert b.down[i] <= p
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 6))
+def test_a_discrete_pair_is_pure_dp_at_its_reported_pure_epsilon(seed, size):
+    """Exactly, for the stored pair: delta(pure_epsilon) = sum (p - e^eps q)_+ = 0 in both directions (the largest
+    |log p - log q| rounded up; found by red-teaming: rounded to nearest it left delta ~1e-16 > 0 there)."""
+    rng = np.random.default_rng(seed)
+    m = DiscretePairMechanism(np.log(rng.dirichlet(np.ones(size))), np.log(rng.dirichlet(np.ones(size))))
+    eps = float(m.rdp(np.inf))
+    with mp.workdps(60):
+        for first, second in ((m.log_p, m.log_q), (m.log_q, m.log_p)):
+            assert mp.fsum(max(mp.exp(mp.mpf(a)) - mp.exp(mp.mpf(eps) + mp.mpf(b)), 0)
+                           for a, b in zip(first, second)) == 0
