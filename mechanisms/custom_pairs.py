@@ -184,9 +184,11 @@ class DiscretePairMechanism(Mechanism):
     def _rdp(self, orders):
         if self.missing_mass:
             return np.full(orders.shape, np.inf)
-        # the largest |log p - log q|, rounded up past the subtraction's rounding (u of the result): the pure
-        # epsilon must be at or above every exact loss of the stored pair, or delta at it would not be 0
-        eps_inf = float(_logmath.round_up(float(np.abs(self._loss()).max()), 2))
+        # the largest |log p - log q| plus its error: the subtraction's, and the renormalisation's of each log-mass
+        # (within 4u (|log m| + 1) of the exactly normalised pair; as loss_buckets allows): the pure epsilon must
+        # be at or above every exact loss, or delta at it would not be 0
+        slack = 8.0 * _logmath.EPS * (np.abs(self.log_p) + np.abs(self.log_q) + 2.0)
+        eps_inf = float(_logmath.round_up(float(np.max(np.abs(self._loss()) + slack)), 4))
         return _rdp_from_log_mgf(self._log_mgf, orders, eps_inf)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):

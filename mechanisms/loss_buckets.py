@@ -101,13 +101,22 @@ def _log_ratio_argument(edges, q):
     """Bounds on ``z(l) = log(1 + expm1(l) / q)`` at each edge (``-inf`` where ``expm1(l) / q <= -1``): the
     log-likelihood ratio ``log dA/dB`` of the base pair at which the subsampled loss ``log(1 - q + q dA/dB)``
     equals ``l``. ``expm1`` and the division are within 3u of ``w``, ``log1p`` within 2u of its result."""
+    edges = np.asarray(edges, dtype=np.float64)
+    big = edges > 600.0  # expm1 would overflow: z = l - log q + log1p((q - 1) e^-l), each step within 2u
+    safe = np.where(big, 0.0, edges)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        w = np.expm1(edges) / q
+        w = np.expm1(safe) / q
         w_lo, w_hi = w - 4.0 * _U * np.abs(w), w + 4.0 * _U * np.abs(w)
         z_lo = np.where(w_lo <= -1.0, -np.inf, np.log1p(np.maximum(w_lo, -1.0)))
         z_hi = np.where(w_hi <= -1.0, -np.inf, np.log1p(np.maximum(w_hi, -1.0)))
         z_lo = z_lo - 2.0 * _U * np.abs(np.where(np.isfinite(z_lo), z_lo, 0.0))
         z_hi = z_hi + 2.0 * _U * np.abs(np.where(np.isfinite(z_hi), z_hi, 0.0))
+        if big.any():
+            large = edges[big]
+            log_q = np.log(q)
+            z = large - log_q + np.log1p((q - 1.0) * np.exp(-large))
+            slack = 8.0 * _U * (np.abs(large) + abs(log_q) + 1.0)
+            z_lo[big], z_hi[big] = z - slack, z + slack
     return z_lo, z_hi
 
 
@@ -216,10 +225,12 @@ def subsampled_laplace_buckets(t, q, edges, remove):
     ``(B, (1-q) B + q A)``: the negated losses, P-masses ``1/2`` and ``e^-t / 2`` for the atoms, and bucket
     ``(a, b]`` is ``x`` in ``[x(-b), x(-a))``."""
     edges = np.asarray(edges, dtype=np.float64)
-    # the atoms: loss, log P-mass, and their rounding (log1p of q expm1(+-t): 2u of y, then 2u of the result)
-    y_lo, y_hi = q * float(np.expm1(-t)), q * float(np.expm1(t))
-    l_lo, l_hi = float(np.log1p(y_lo)), float(np.log1p(y_hi))
-    err = [8.0 * _U * (abs(l) + abs(y) / (1.0 + y) + t + 1.0) for l, y in ((l_lo, y_lo), (l_hi, y_hi))]  # t within u
+    # the atoms: loss log(1 - q + q e^(-+t)) as a log-sum-exp (no cancellation, also at q = 1), its rounding
+    # bounded by a few u of the magnitudes involved (t itself within u)
+    with np.errstate(divide="ignore"):
+        log_rest, log_q = float(np.log1p(-q)), float(np.log(q))
+    l_lo, l_hi = float(np.logaddexp(log_rest, log_q - t)), float(np.logaddexp(log_rest, log_q + t))
+    err = [8.0 * _U * (abs(l) + t + abs(log_q) + 1.0) for l in (l_lo, l_hi)]
     log_half = float(np.log(0.5))
     if remove:
         losses, log_p = [l_lo, l_hi], [log_half + l_lo, log_half - t + l_hi]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dpledger.accountants import FourierAccountant, privacy_buckets
 from dpledger.accountants.fourier_inversion import TwoPointLedger
 from dpledger.accountants.report import BoundKind
-from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
 from dpledger.mechanisms.custom_pairs import DiscretePairMechanism
 from dpledger.mechanisms.relations import Direction
 from tests.oracles.analytic_gaussian import gaussian_delta_float
@@ -125,3 +125,31 @@ def test_buckets_agree_with_fourier_inversion_where_both_answer():
     inverted = FourierAccountant().compose(m, 1000).epsilon_bounds(1e-5)
     lower, upper = privacy_buckets.BucketLedger([(m, 1000)]).epsilon_bounds(1e-5)
     assert lower <= inverted.upper and inverted.lower <= upper <= inverted.upper * (1 + 1e-3)
+
+
+def test_losses_beyond_the_float_range_of_exp_give_bounds_not_nan():
+    """Red-team findings: losses above ~709 made the bucket thresholds inf - inf = NaN (reported as an upper
+    bound); a Laplace with t >= 37.5 at q = 1 divided by zero. Exact delta(1) of the first ledger is 0.5."""
+    fa = FourierAccountant().compose(PoissonSubsampled(LaplaceMechanism(scale=1 / 800), sampling_probability=0.5))
+    b = fa.delta_bounds(1.0)
+    assert not any(map(math.isnan, b)) and b.lower <= 0.5 <= b.upper
+    fa = FourierAccountant().compose(LaplaceMechanism(scale=1 / 38)).compose(
+        PoissonSubsampled(LaplaceMechanism(scale=1.0), sampling_probability=0.1))
+    b = fa.delta_bounds(1.0)
+    assert not any(map(math.isnan, b)) and 0.0 <= b.lower <= b.upper <= 1.0
+    lower, upper = privacy_buckets.BucketLedger([(GaussianMechanism(sigma=0.02), 1)]).delta_bounds(100.0)
+    assert not math.isnan(lower + upper) and lower <= gaussian_delta_float(100.0, 50.0) <= upper
+
+
+def test_a_nearly_equal_discrete_pair_is_pure_dp_at_its_pure_epsilon_for_the_exactly_normalised_pair():
+    """Red-team finding: the renormalisation of the log-masses (not only the subtraction) must be covered."""
+    import mpmath as mp
+
+    log_p, log_q = [-0.2885159821291536, -1.3837967964188091], [-0.28851607831753134, -1.3837965088134796]
+    eps = FourierAccountant().compose(DiscretePairMechanism(np.array(log_p), np.array(log_q))).pure_epsilon()
+    with mp.workdps(60):
+        p = [mp.exp(mp.mpf(v)) for v in log_p]
+        q = [mp.exp(mp.mpf(v)) for v in log_q]
+        p, q = [v / mp.fsum(p) for v in p], [v / mp.fsum(q) for v in q]
+        for a, b in ((p, q), (q, p)):
+            assert mp.fsum(max(x - mp.exp(mp.mpf(eps)) * y, 0) for x, y in zip(a, b)) == 0
