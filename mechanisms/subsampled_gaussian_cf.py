@@ -59,7 +59,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from dpledger.mechanisms import _logmath
+from dpledger.mechanisms import _logmath, _phase_fft
 from dpledger.mechanisms.errors import NumericalError
 
 __all__ = ["log_f_enclosure", "log_f_sup", "log_f_upper"]
@@ -84,6 +84,8 @@ _GAP = 8.0 * 2.0**-53
 _MAX_NODES = 1 << 21
 #: Largest matrix (entries) built at once by the frequency sums.
 _BLOCK_ENTRIES = 1 << 21
+#: Frequency-node pairs from which the certified non-uniform FFT replaces the matrix products.
+_FFT_WORK = 1 << 20
 #: Most (frequency, node) pairs one enclosure may sum before it gives up (NumericalError, like the quadrature's).
 MAX_WORK = 1 << 31
 
@@ -311,17 +313,30 @@ def _group_keys(v):
 
 
 def _phase_sums(v, r, c):
-    """``(sum_j c_j e^(i v_k r_j) for each k, shift)``.
+    """``(sums, shift, phase_errors, sum_error)`` with ``sums[k] ~ sum_j c_j e^(i v_k r_j)``.
 
-    On an evenly spaced ``v`` (the inversion's nodes) each ``v_k`` is split as ``v_b + m d`` (``b`` a block start,
-    ``0 <= m < B``, ``B ~ sqrt(K)``), ``e^(i v_k r) = e^(i v_b r) e^(i m d r)``, and the sums are one matrix
-    product ``(c e^(i v_b r)) @ e^(i m d r)^T``: ``2 sqrt(K) J`` complex exponentials instead of ``K J``.
-    ``shift`` bounds ``|v_k - v_b - m d|`` (0 for the direct path), whose phase error ``|e^(i shift r) - 1| <=
-    shift |r|`` the caller adds to each term's relative error.
+    ``c`` is real, so a decreasing ``v`` (the add direction's nodes) is the conjugate of the sums at ``-v``
+    (exact). On an evenly spaced ``v`` with many frequencies and nodes, the certified non-uniform FFT of
+    :mod:`mechanisms._phase_fft` (``phase_errors`` per term, ``sum_error`` absolute); with fewer, each ``v_k`` is
+    split as ``v_b + m d`` (``b`` a block start, ``0 <= m < B``, ``B ~ sqrt(K)``), ``e^(i v_k r) = e^(i v_b r)
+    e^(i m d r)``, and the sums are one matrix product ``(c e^(i v_b r)) @ e^(i m d r)^T``: ``2 sqrt(K) J``
+    complex exponentials instead of ``K J`` (``phase_errors = 0``, ``sum_error = None``: the caller bounds the
+    dot products). ``shift`` bounds ``|v_k - (the split or centred value)|`` (0 for the direct path), whose phase
+    error ``|e^(i shift r) - 1| <= shift |r|`` the caller adds to each term's relative error.
     """
     k = v.size
+    if k >= 2 and v[-1] < v[0]:
+        sums, shift, phase_errors, sum_error = _phase_sums(-v, r, c)
+        return np.conj(sums), shift, phase_errors, sum_error
     if k >= 64:
         d = (v[-1] - v[0]) / (k - 1)
+        if d > 0 and k * r.size >= _FFT_WORK and k >= 256:
+            k_c = k // 2
+            centred = v[k_c] + (np.arange(k) - k_c) * d
+            shift = float(np.max(np.abs(v - centred))) * (1.0 + 4.0 * _U) + 4.0 * _U * float(np.max(np.abs(v)))
+            if shift <= 1e-9 * max(float(np.max(np.abs(v))), 1.0):
+                sums, phase_errors, sum_error = _phase_fft.phase_sums_uniform(float(v[k_c]), d, k_c, k, r, c)
+                return sums, shift, phase_errors, sum_error
         size = int(np.ceil(np.sqrt(k)))
         m = np.arange(k) % size
         starts = v[np.arange(0, k, size)]
@@ -334,14 +349,14 @@ def _phase_sums(v, r, c):
                 blocks = np.exp(1j * np.outer(starts, r[j:j + width])) * c[j:j + width]  # (K/B, J)
                 steps = np.exp(1j * np.outer(np.arange(size) * d, r[j:j + width]))  # (B, J)
                 sums += blocks @ steps.T
-            return sums.reshape(-1)[:k], shift
+            return sums.reshape(-1)[:k], shift, 0.0, None
     sums = np.zeros(k, dtype=np.complex128)
     rows = max(1, _BLOCK_ENTRIES // _COLUMNS)  # chunks of bounded size
     for start in range(0, k, rows):
         for j in range(0, r.size, _COLUMNS):
             phase = np.exp(1j * np.outer(v[start:start + rows], r[j:j + _COLUMNS]))
             sums[start:start + rows] += phase @ c[j:j + _COLUMNS]
-    return sums, 0.0
+    return sums, 0.0, 0.0, None
 
 
 def log_f_enclosure(a: float, v: ArrayLike, g: float, mu: float, width: float = 14.0) -> tuple[np.ndarray, np.ndarray]:
@@ -407,12 +422,14 @@ def _log_f_enclosure(a, v, g, mu, width):
         eps = (WEIGHT_ERROR + (np.abs(x) + 1e-3 + z_abs * r_slope * 1.01) * dx * 1.01
                + 4.0 * _U * (1.0 + 0.5 * x * x + np.abs(log_w) + abs(a) * np.abs(r) + abs(peak) + np.abs(log_c[keep]))
                + z_abs * rho_r + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
-        sums, shift = _phase_sums(part, r, c)
+        sums, shift, phase_errors, sum_error = _phase_sums(part, r, c)
         # the frequency split of _phase_sums (|e^(i d r) - 1| <= |d r|) and its one extra complex product
-        eps = np.expm1(eps + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
+        eps = np.expm1(eps + phase_errors + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
         total_c = float(np.sum(c))
-        length = min(c.size, _COLUMNS) + -(-c.size // _COLUMNS) + 2  # one product, then the partial sums in turn
-        rounding = float(np.dot(c, eps)) + 2.0 * length * _U * total_c * (1.0 + float(eps.max()))
+        if sum_error is None:  # dot products: one product, then the partial sums in turn
+            length = min(c.size, _COLUMNS) + -(-c.size // _COLUMNS) + 2
+            sum_error = 2.0 * length * _U * total_c * (1.0 + float(eps.max()))
+        rounding = float(np.dot(c, eps)) * (1.0 + 1e-12) + sum_error * (1.0 + float(eps.max()))
         # panels tile [lo, hi] up to the rounding of their centres (_panel_log_errors)
         log_gaps = log_sups
         fixed = np.exp(np.array([log_quad, log_left, log_right, dropped, log_gaps]) - peak).sum()
