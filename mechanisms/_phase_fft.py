@@ -6,7 +6,7 @@ directly they cost ``K J`` complex products, which is what made few-step ledgers
 slow (a narrow loss needs ``K ~ 10^4`` frequencies and ``J ~ 4 x 10^4`` nodes). Here they cost
 ``O(J P + P N log N)`` with ``P ~ 20`` (a Taylor-binned non-uniform FFT):
 
-**Identity.** Let ``N >= K`` be a power of two, ``Delta`` a float near ``2 pi / (N d)``, ``b_j = rint(r_j /
+**Identity.** Let ``N >= 2K`` be a power of two, ``Delta`` a float near ``2 pi / (N d)``, ``b_j = rint(r_j /
 Delta)`` and ``delta_j = r_j - b_j Delta`` (exact reals). Then, exactly,
 ``v_k r_j = v_c r_j + 2 pi k' b_j / N + k' b_j (d Delta - 2 pi / N) + k' d delta_j`` and, writing
 ``omega_k = k' d Delta / 2`` and ``t_j = delta_j / (Delta / 2)`` (``|t_j| <= 1``)::
@@ -18,7 +18,7 @@ with ``H_p[b] = sum_(j: b_j = b mod N) c_j e^(i v_c r_j) t_j^p`` (a histogram pe
 FFT each (``e^(2 pi i k' b / N)`` has period ``N`` in ``b`` and in ``k'``, so folding the bins and the negative
 ``k'`` modulo ``N`` is exact, and the ``K <= N`` frequencies land on distinct indices). For real ``theta``
 ``|e^(i theta) - sum_(p < P) (i theta)^p / p!| <= |theta|^P / P!`` (Taylor's remainder in integral form), so
-``|R| <= (omega t)^P / P! sum_j c_j`` with ``omega t >= max |omega_k t_j| ~ pi k_h / N <= pi / 2``.
+``|R| <= (omega t)^P / P! sum_j c_j`` with ``omega t >= max |omega_k t_j| ~ pi k_h / N <= pi / 4`` (``N >= 2K``).
 
 **Phase errors** (per term, returned so the caller adds them to each term's relative error; ``|e^(i phi) - 1| <=
 |phi|``): the rounding of ``v_c r_j`` (``u |v_c r_j|``); ``|k' b_j| |d Delta - 2 pi / N|`` with
@@ -30,12 +30,14 @@ further ``2u`` (returned with the phase errors).
 **Rounding of the sums** (returned as one absolute bound for every ``k``, in the units of ``c``): the powers
 ``t^p`` (``p u`` relative) and the products with ``c_j e^(i v_c r_j)`` (``3u``); the histograms, summed in input
 order by ``numpy.bincount`` (``gamma_m`` of the absolute values, ``m`` the fullest bin; real and imaginary parts
-separately, so ``sqrt 2`` of it); each FFT: numpy's pocketfft computes power-of-two lengths by Cooley-Tukey passes
-of radix 2 and 4 whose twiddle factors are within a few ulps, so by Higham (*Accuracy and Stability of Numerical
-Algorithms*, 2nd ed., Thm 24.2) ``||G~ - G||_2 <= c ||G||_2 = c sqrt(N) ||H~||_2`` with ``c = L eta / (1 - L
-eta)``, ``L = log2 N`` and ``eta = mu + gamma_4 (sqrt 2 + mu)``; we use twice the passes (``2 L``, radix-4 passes
-are two radix-2 levels) and ``mu = 4u``, and an element is at most the 2-norm; the Horner evaluation of
-``sum_p (i omega)^p / p! G_p`` (``6.1 u`` per step of the running magnitudes: ``z / p``, a complex product,
+separately, so ``sqrt 2`` of it); each FFT, elementwise: numpy's pocketfft computes a power-of-two length by
+Cooley-Tukey passes of radix 4 and 2, i.e. ``G = A_m ... A_1 (permuted H)`` with sparse stage matrices whose
+entries are twiddle factors of modulus 1, and ``|A_m| ... |A_1|`` is the all-ones matrix (one path from each input
+to each output). Each computed stage is ``(A_j + dA_j) z`` with ``|dA_j| <= eta |A_j|``, ``eta = mu + gamma_4
+(sqrt 2 + mu)`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., proof of Thm 24.2: a twiddle
+within ``mu``, a complex product and a sum), so ``|G~ - G| <= ((1 + eta)^m - 1) ||H~||_1`` in every element; we
+take ``m = 2 log2 N`` (a radix-4 pass is two radix-2 levels) and ``mu = 4u``. The Horner evaluation of
+``sum_p (i omega)^p / p! G_p`` costs ``6.1 u`` per step of the running magnitudes (``z / p``, a complex product,
 ``sqrt 2 gamma_2`` by Higham Lemma 3.5, and a complex sum). The test-suite checks the
 FFT bound against a DFT summed in extended precision.
 """
@@ -69,7 +71,7 @@ def phase_sums_uniform(
     r = np.asarray(r, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     k_h = max(k_c, count - 1 - k_c)
-    n = 1 << max(4, int(math.ceil(math.log2(count))))
+    n = 1 << max(5, int(math.ceil(math.log2(count))) + 1)  # N >= 2K: omega <= pi / 4
     delta = (2.0 * np.pi / n) / d
     half = 0.5 * delta
     b = np.rint(r / delta)
@@ -96,7 +98,7 @@ def phase_sums_uniform(
         hist[p] = np.bincount(bins, weights=weights.real, minlength=n) + 1j * np.bincount(
             bins, weights=weights.imag, minlength=n)
         pw = pw * t
-    norms = np.sqrt(np.sum(hist.real * hist.real + hist.imag * hist.imag, axis=1))
+    l1 = np.sum(np.abs(hist), axis=1)
     g = np.fft.ifft(hist, axis=1, norm="forward")  # sum_b H[b] e^(+2 pi i k b / N), unscaled
     k_prime = np.arange(count) - k_c
     cols = k_prime % n
@@ -121,11 +123,11 @@ def phase_sums_uniform(
     levels = 2 * int(round(math.log2(n)))
     mu = 4.0 * _U
     eta = mu + _gamma(4) * (math.sqrt(2.0) + mu)
-    c_fft = levels * eta / (1.0 - levels * eta)
+    c_fft = math.expm1(levels * math.log1p(eta)) * (1.0 + 1e-12)
     powers = x ** np.arange(p_count) / np.array([math.factorial(p) for p in range(p_count)], dtype=np.float64)
     t_pows = max(t_max, 1.0) ** np.arange(p_count)
     hist_err = (1.5 * _gamma(fill) + (np.arange(p_count) + 3.0) * _U) * t_pows * c_sum
-    fft_err = c_fft * math.sqrt(n) * norms * (1.0 + 1e-10)
+    fft_err = c_fft * l1 * (1.0 + 1e-10)
     coef = powers * (1.0 + 2.02 * np.arange(p_count) * _U + 1e-12)
     propagated = float(np.sum(coef * (hist_err + fft_err)))
     magnitude = float(np.sum(coef * (t_pows * c_sum + hist_err + fft_err)))
