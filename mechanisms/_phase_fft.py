@@ -90,14 +90,14 @@ def phase_sums_uniform(
 
     phase = v_c * r
     cw = c * np.exp(1j * phase)
-    bins = (b.astype(np.int64) % n) if b.size else b.astype(np.int64)
-    pw = np.ones_like(t)
-    hist = np.empty((p_count, n), dtype=np.complex128)
-    for p in range(p_count):
-        weights = cw * pw
-        hist[p] = np.bincount(bins, weights=weights.real, minlength=n) + 1j * np.bincount(
-            bins, weights=weights.imag, minlength=n)
-        pw = pw * t
+    bins = b.astype(np.int64) % n
+    # t^p by repeated multiplication (p u relative), then one bincount over (power, bin) for each of re and im
+    pw = np.cumprod(np.vstack([np.ones_like(t)[None, :], np.broadcast_to(t, (p_count - 1, t.size))]), axis=0)
+    index = (np.arange(p_count)[:, None] * n + bins[None, :]).ravel()
+    weights = (pw * cw[None, :]).ravel()
+    size = p_count * n
+    hist = (np.bincount(index, weights=weights.real, minlength=size)
+            + 1j * np.bincount(index, weights=weights.imag, minlength=size)).reshape(p_count, n)
     l1 = np.sum(np.abs(hist), axis=1)
     g = np.fft.ifft(hist, axis=1, norm="forward")  # sum_b H[b] e^(+2 pi i k b / N), unscaled
     k_prime = np.arange(count) - k_c

@@ -86,6 +86,9 @@ _MAX_NODES = 1 << 21
 _BLOCK_ENTRIES = 1 << 21
 #: Frequency-node pairs from which the certified non-uniform FFT replaces the matrix products.
 _FFT_WORK = 1 << 20
+#: Most frequencies one FFT-path group takes (its histograms hold ~24 x 2K complex numbers; beyond, the ledger's
+#: loss is so narrow that the privacy buckets answer it faster).
+_FFT_MAX_FREQUENCIES = 1 << 17
 #: Most (frequency, node) pairs one enclosure may sum before it gives up (NumericalError, like the quadrature's).
 MAX_WORK = 1 << 31
 
@@ -330,7 +333,7 @@ def _phase_sums(v, r, c):
         return np.conj(sums), shift, phase_errors, sum_error
     if k >= 64:
         d = (v[-1] - v[0]) / (k - 1)
-        if d > 0 and k * r.size >= _FFT_WORK and k >= 256:
+        if d > 0 and k * r.size >= _FFT_WORK and 256 <= k <= _FFT_MAX_FREQUENCIES:
             k_c = k // 2
             centred = v[k_c] + (np.arange(k) - k_c) * d
             shift = float(np.max(np.abs(v - centred))) * (1.0 + 4.0 * _U) + 4.0 * _U * float(np.max(np.abs(v)))
@@ -379,6 +382,8 @@ def _log_f_real(a, g, mu, width):
 
 
 def _check_work(frequencies, nodes, v_top):
+    """The routing limit: ``K J`` (frequency, node) pairs, counted as if summed directly even where the
+    non-uniform FFT sums them (narrower losses than this are answered faster by the privacy buckets)."""
     if frequencies * nodes > MAX_WORK:
         raise NumericalError(
             f"the subsampled Gaussian's characteristic function at {frequencies} frequencies up to {v_top:.4g} "
