@@ -89,7 +89,8 @@ PEER_CAP_SECONDS = 60.0
 
 SUBSAMPLED_SIGMAS = np.linspace(0.8, 3.0, 200)
 SUBSAMPLED_Q, SUBSAMPLED_STEPS = 0.01, 10
-SUBSAMPLED_GOAL_SPEEDUP = 5.0
+#: Issue 14 asks 20x (issue 3 had asked 5x, as an estimate).
+SUBSAMPLED_GOAL_SPEEDUP = 20.0
 #: Warm-up of (c) (imports, first-call costs): the extreme sigmas with many steps, under a second for each tool.
 #: A ledger of few mechanisms at 10 steps is no warm-up for dpledger: one sigma = 0.8 mechanism alone took 3 min.
 SUBSAMPLED_WARMUP = ((0.8, 1_000), (3.0, 1_000))

@@ -285,6 +285,13 @@ class Mechanism(abc.ABC):
         (``g`` = ``sampling_probability``), with ``|F - F~| <= E``: see :attr:`has_subsampled_enclosure`."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 
+    def subsampled_log_f_real_enclosure(
+        self, a: ArrayLike, sampling_probability: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`subsampled_log_f_enclosure` at many real ``a`` (``v = 0``); by default one call each."""
+        pairs = [self.subsampled_log_f_enclosure(float(x), np.zeros(1), sampling_probability) for x in np.ravel(a)]
+        return (np.array([p[0][0] for p in pairs], dtype=np.complex128), np.array([p[1][0] for p in pairs]))
+
     def subsampled_log_f_sup(self, a: float, v_min: float, sampling_probability: float) -> float:
         """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (see :meth:`subsampled_log_f_enclosure`)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")

@@ -152,6 +152,13 @@ class GaussianMechanism(Mechanism):
         (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""
         return subsampled_gaussian_cf.log_f_enclosure(a, v, sampling_probability, 1.0 / self.noise_multiplier)
 
+    def subsampled_log_f_real_enclosure(
+        self, a: ArrayLike, sampling_probability: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The same at many real ``a`` on one shared layout
+        (:func:`mechanisms.subsampled_gaussian_cf.log_f_real_enclosure`)."""
+        return subsampled_gaussian_cf.log_f_real_enclosure(a, sampling_probability, 1.0 / self.noise_multiplier)
+
     def subsampled_log_f_sup(self, a: float, v_min: float, sampling_probability: float) -> float:
         """Proven decay bound (:func:`mechanisms.subsampled_gaussian_cf.log_f_sup`)."""
         return subsampled_gaussian_cf.log_f_sup(a, v_min, sampling_probability, 1.0 / self.noise_multiplier)

@@ -344,6 +344,10 @@ class PoissonSubsampled(Mechanism):
         """The base's proven ``F(1 + s)`` (remove direction), grouped by the real part of ``s``."""
         flat = np.asarray(s, dtype=np.complex128).reshape(-1)
         value, error = np.empty(flat.shape, dtype=np.complex128), np.empty(flat.shape)
+        if flat.size > 1 and not flat.imag.any():  # Chernoff searches, dampings: many tilts, one shared layout
+            tilts, inverse = np.unique(flat.real, return_inverse=True)
+            values, errors = self.mechanism.subsampled_log_f_real_enclosure(1.0 + tilts, self.sampling_probability)
+            return values[inverse].reshape(np.shape(s)), errors[inverse].reshape(np.shape(s))
         for a in np.unique(flat.real):
             sel = flat.real == a
             value[sel], error[sel] = self.mechanism.subsampled_log_f_enclosure(

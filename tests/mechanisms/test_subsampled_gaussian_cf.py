@@ -148,3 +148,21 @@ def test_the_embedded_gauss_legendre_rule_is_the_exact_rule_correctly_rounded():
             dp = n * (x * p - p_prev) / (x * x - 1)
             assert nodes[i] == float(x) and weights[i] == float(2 / ((1 - x * x) * dp * dp))
     assert not nodes.flags.writeable and not weights.flags.writeable
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.floats(-0.99, 40.0), min_size=4, max_size=12), st.floats(-5.0, -0.05).map(lambda e: 10.0**e),
+       st.floats(0.6, 6.0))
+@example([-0.5, 0.001, 1.0, 2.5, 30.0], 0.01, 0.8)
+def test_the_shared_real_axis_layout_contains_the_mpmath_values(tilts, g, sigma):
+    """Chernoff searches ask for many real tilts at once (one layout for all): each enclosure holds, is as
+    informative as the one-tilt path, and agrees with it."""
+    a = np.array(tilts)
+    value, log_err = cf.log_f_real_enclosure(a, g, 1.0 / sigma)
+    for i, tilt in enumerate(a):
+        one, one_err = cf.log_f_enclosure(tilt, np.zeros(1), g, 1.0 / sigma)
+        assert abs(value[i].real - one[0].real) <= 1e-10
+        assert log_err[i] <= value[i].real + np.log(1e-11)  # informative (these feed Chernoff bounds)
+        with mp.workdps(DPS):
+            exact = _oracle_f(mp.mpf(float(tilt)), g, sigma)
+            assert abs(mp.exp(mp.mpf(float(value[i].real))) - exact) <= mp.exp(mp.mpf(float(log_err[i]))), tilt
