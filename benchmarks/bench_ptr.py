@@ -227,7 +227,6 @@ def figure_63(trials=20_000):
     for b in bs:
         e = 1.0 / b
         log_err = float(log_win_probability(t, e)[0])  # the minority wins (exact)
-        err = math.exp(log_err)
         e_t = 1.0 / (2.0 * b)
         shift = math.log(1.0 / delta) / e_t  # the thesis's shift: false positive rate delta / 2
         lower = t - shift + rng.laplace(0.0, 1.0 / e_t, size=trials)
