@@ -268,3 +268,20 @@ def test_classic_ptr_epsilon_for_log_error_matches_and_reaches_below_floats():
         classic_ptr_epsilon_for_error(100, 1e-3, false_positive_rate=5e-6, log_error=-3.0)
     with pytest.raises(ValueError, match="log_error"):
         classic_ptr_epsilon_for_error(100, false_positive_rate=5e-6, log_error=0.0)
+
+
+def test_private_knn_data_dependent_mode_with_a_free_beta_and_sigma_2():
+    # the recovered settings of Figure 6.2 (beta not tied to the order, sigma_2 != sigma_s) go through the same
+    # charge: one PTR run, thesis Thm 6.4.6's guarantee with this config's (smaller) test epsilon
+    X, y = _clusters()
+    base = dict(sigma=40.0, budget=8.0, order=32.0, sigma_test=15.0, num_classes=2, max_votes=100,
+                delta_mechanism=2e-6, delta_test=6e-6, false_positive_rate=2e-6)
+    tied, free = PATEPTR(**base), PATEPTR(**base, beta=0.05, sigma_2=5.0)
+    assert free.beta == 0.05 and tied.beta == pytest.approx(0.2 / 32)
+    clf = PrivateKNNClassifier(k=100, sampling_probability=1.0, threshold=None, sigma_vote=40.0,
+                               metric="euclidean", n_classes=2, random_state=0, data_dependent=free).fit(X, y)
+    out = clf.predict(np.array([[8.0, 8.0]] * 10 + [[-8.0, -8.0]] * 10))
+    assert clf.last_ptr_result_.released and out.tolist() == [0] * 10 + [1] * 10
+    assert clf.last_ptr_result_.test_release <= free.budget
+    assert clf.accountant_.ledger == ((free.guarantee().mechanism(), 1),)
+    assert clf.last_ptr_result_.guarantee == free.guarantee()
