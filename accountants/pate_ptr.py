@@ -30,7 +30,8 @@ Smooth sensitivity (Nissim, Raskhodnikova & Smith 2007) of ``F``, exactly over i
 bound of the local sensitivity (this replaces Papernot et al.'s Algorithms 3-5, whose correctness rests on
 numerically checked conditions C5-C6).
 
-The private test (thesis Algorithm 9, Lemma 6.4.12): release ``mu = log SS + beta N(0, sigma_2^2) +
+The private test (thesis Algorithm 9, Lemma 6.4.12; ``sigma_s`` and ``sigma_2`` may differ, and ``beta`` need not
+be Algorithm 9's ``0.2 / alpha``): release ``mu = log SS + beta N(0, sigma_2^2) +
 beta sigma_2 sqrt(2 log(2/delta_2))`` and ``RDP^upper = F + SS N(0, sigma_s^2) + sigma_s sqrt(2 log(2/delta_2))
 e^mu``, an upper bound of ``F`` with probability at least ``1 - delta_2`` (two Gaussian tails of at most
 ``delta_2 / 2`` each). Its RDP at order ``lambda`` in ``(1, 1/(2 beta))`` is ``lambda / (2 sigma_2^2)`` (``log SS``
@@ -185,14 +186,22 @@ class PATEPTR:
         ``alpha`` of the data-dependent RDP. Algorithm 9: ``2 log(2/delta)/eps_hat + 1``
         (:meth:`from_test_epsilon`).
     sigma_test : float
-        ``sigma_s = sigma_2`` of the test's Gaussian noises.
+        ``sigma_s`` of the test's Gaussian noise on the data-dependent RDP (and ``sigma_2`` unless given).
     beta : float or None
-        Smoothness; ``None``: Algorithm 9's ``0.2 / order``.
+        Smoothness; ``None``: Algorithm 9's ``0.2 / order``. Any ``beta`` in ``(0, 1/2)`` is sound: ``SS_beta``
+        is beta-smooth for every ``beta``, and the test's RDP (Thm 23) is evaluated at its own orders
+        ``lambda < 1/(2 beta)`` (:attr:`test_epsilon`), not at ``order``; Algorithm 9's tie ``beta = 0.2/alpha``
+        is a heuristic, and a larger ``beta`` shrinks ``SS_beta`` (see benchmarks/RESULTS.md, Figure 6.2).
     delta_mechanism, delta_test, false_positive_rate : float
         ``delta_M`` (conversion of the data-dependent RDP), ``delta_hat`` (conversion of the test's RDP) and
         ``delta_2`` (Lemma 6.4.12's failure probability, the false positive rate of Thm 6.4.6).
     num_classes, max_votes : int
         ``c`` and the largest number of votes in a histogram (teachers, or ``k`` neighbours).
+    sigma_2 : float or None
+        ``sigma_2`` of the Gaussian noise on ``log SS`` (``None``: ``sigma_test``, Algorithm 9's
+        ``sigma_s = sigma_2``). The bound multiplies ``SS`` by ``sigma_s z e^{beta sigma_2 z}`` (``z =
+        sqrt(2 log(2/delta_2))``) and the test's RDP has ``lambda / (2 sigma_2^2)``: a separate ``sigma_2``
+        trades the two.
     """
 
     sigma: float
@@ -205,6 +214,7 @@ class PATEPTR:
     delta_test: float
     false_positive_rate: float
     beta: float | None = None
+    sigma_2: float | None = None
 
     def __post_init__(self):
         owner = "PATEPTR"
@@ -224,6 +234,8 @@ class PATEPTR:
         if not 2.0 * beta * 1.0 < 1.0:
             raise ValueError(f"`beta` of {owner} must be below 1/2; got {beta}.")
         object.__setattr__(self, "beta", beta)
+        s2 = self.sigma_test if self.sigma_2 is None else _validate.positive(self.sigma_2, "sigma_2", owner)
+        object.__setattr__(self, "sigma_2", s2)
 
     @classmethod
     def from_test_epsilon(cls, *, test_epsilon: float, delta: float, **kwargs: Any) -> PATEPTR:
@@ -242,7 +254,7 @@ class PATEPTR:
         ``(1, 1/(2 beta))`` (:func:`gnss_test_rdp`; each candidate a proven upper bound; improved conversion)."""
         top = 1.0 / (2.0 * self.beta)
         orders = 1.0 + (top - 1.0) * np.geomspace(1e-6, 1.0, 4000)[:-1]
-        rdp = gnss_test_rdp(orders, self.beta, self.sigma_test, self.sigma_test)
+        rdp = gnss_test_rdp(orders, self.beta, self.sigma_test, self.sigma_2)
         eps = conversions.epsilon_candidates(orders, rdp, self.delta_test, Conversion.IMPROVED)
         return float(max(0.0, np.min(eps)))
 
@@ -279,9 +291,18 @@ class PATEPTR:
         gaps = self.check_votes(votes)
         r = self.rdp_table()
         f = float(math.fsum(r[gaps])) * (1.0 + _SLACK)
-        ss = max(smooth_sensitivity(gaps, r, self.beta), 1e-300)  # a positive constant floor keeps it smooth
+        return self.release_from_statistics(f, smooth_sensitivity(gaps, r, self.beta), rng)
+
+    def release_from_statistics(self, rdp_value: float, smooth_sens: float, rng: np.random.Generator) -> float:
+        """Lines 6-8 of thesis Algorithm 9 given ``F(X)`` (``rdp_value``) and ``SS_beta(X)`` (``smooth_sens``),
+        as computed by :meth:`release_upper_bound` (which is this on the votes' statistics; exposed so that a
+        sweep over ``sigma_test``, ``sigma_2`` and the delta split reuses them). ``mu = log SS + beta
+        N(0, sigma_2^2) + beta sigma_2 z`` and ``F + SS N(0, sigma_s^2) + sigma_s z e^mu``, converted at
+        ``order`` and ``delta_M``; ``z = sqrt(2 log(2/delta_2))``."""
+        f = _validate.nonnegative(rdp_value, "rdp_value", "PATEPTR.release_from_statistics")
+        ss = max(_validate.nonnegative(smooth_sens, "smooth_sens", "PATEPTR.release_from_statistics"), 1e-300)
         z = math.sqrt(2.0 * math.log(2.0 / self.false_positive_rate))
-        s2 = self.sigma_test
+        s_s, s2 = self.sigma_test, self.sigma_2
         mu = math.log(ss) + self.beta * s2 * float(rng.normal()) + z * s2 * self.beta
-        upper = f + ss * s2 * float(rng.normal()) + s2 * z * math.exp(mu)
+        upper = f + ss * s_s * float(rng.normal()) + s_s * z * math.exp(mu)
         return self.epsilon_from_rdp(upper + abs(upper) * _SLACK)

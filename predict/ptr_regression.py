@@ -18,7 +18,23 @@ validation data.
 Baselines (thesis Sec 6.4.5): :func:`output_perturbation` (ridge solution plus Gaussian noise calibrated to its
 global sensitivity, Chaudhuri et al. 2011) and :func:`ops_data_independent` (OPS with the data-independent bounds
 ``lambda_min >= 0`` and ``||theta*|| <= sqrt(n) y_bound / (2 sqrt(lambda))``). Both treat the record count ``n``
-as public, as the chapter's experiments do. AdaOPS (Wang 2018) is not implemented.
+as public, as the chapter's experiments do. :func:`baseline_select` chooses a baseline's ``lambda`` the way
+OPS-PTR does: thesis Algorithm 8 (Thm 6.4.5) on the validation score, each call the baseline's own ``(eps*, delta*)``-DP
+release (a test that always passes and costs nothing: the baseline's guarantee holds for every data set).
+
+:func:`adaops` is the chapter's third baseline, AdaOPS (Wang 2018b; thesis Sec 6.4.5: "run OPS with
+``(lambda, gamma)`` chosen adaptively according to the dataset ... by minimizing an upper bound of the
+data-dependent empirical risk"), stated through generalized PTR: the test releases the same two Laplace bounds
+as Example 6.4.8 (``lambda_min`` lower, ``||X^T y||`` upper; ``epsilon / 4`` each, as Wang's ``eps/4 + eps/4 +
+eps/2`` split), then, as post-processing of those releases only, picks ``lambda`` on a public grid minimising
+``lambda R^2 + d / gamma(lambda)`` (``R`` a public guess of ``||theta*||``, 1 as in Wang's code; ``d / gamma``
+bounds the expected excess empirical risk ``tr(X^T X (gamma (X^T X + lambda I))^{-1})`` of the posterior
+sample, and ``lambda R^2`` the ridge bias), with ``gamma(lambda)`` the largest that Thm 6.4.7 allows at the
+released bounds within ``epsilon / 2``. Guarantee: thesis Thm 6.4.6, ``(epsilon / 2 + epsilon / 2, delta / 2 +
+delta / 2)``. Departure from Wang 2018b: Wang releases ``log L`` with noise scaled to the local sensitivity
+``log(1 + x_bound^2 / (lambda + lambda_min))`` at the released ``lambda_min`` (and a Gaussian ``lambda_min``);
+here ``L`` comes from the global-sensitivity bound of ``||X^T y||``, so that the test is an ordinary
+``epsilon / 2``-DP release and Thm 6.4.6 applies without a further argument.
 """
 
 from __future__ import annotations
@@ -35,6 +51,7 @@ from dpledger.accountants.ops_regression import ops_epsilon, ops_largest_gamma
 from dpledger.accountants.ptr import PTRGuarantee
 from dpledger.mechanisms import _validate
 from dpledger.predict.ptr import (
+    PrivateTest,
     PrivateUpperBound,
     PTRResult,
     RandomState,
@@ -44,7 +61,8 @@ from dpledger.predict.ptr import (
     ptr_select,
 )
 
-__all__ = ["ops_ptr", "ops_ptr_select", "ops_sample", "output_perturbation", "ops_data_independent", "ridge"]
+__all__ = ["ops_ptr", "ops_ptr_select", "ops_sample", "output_perturbation", "ops_data_independent", "ridge",
+           "adaops", "baseline_select"]
 
 
 def _data(X, y, x_bound, y_bound, owner):
@@ -123,6 +141,22 @@ def ops_ptr(X: ArrayLike, y: ArrayLike, lam: float, *, epsilon: float, test_epsi
                            random_state=random_state)
 
 
+def _selection_budget(epsilon, delta, k, tau, owner):
+    """Thesis Sec 6.4.5's settings of Algorithm 8: ``tau = 0.05 / k`` (unless given), ``delta_2 = delta / 2``, and
+    the per-call ``(eps*, delta*)`` whose Thm 6.4.5 guarantee is at most ``(epsilon, delta)`` (a hair below)."""
+    from dpledger.accountants.ptr import hyperparameter_selection_cutoff
+
+    tau = 0.05 / k if tau is None else tau
+    delta_2 = delta / 2.0
+    cutoff = hyperparameter_selection_cutoff(tau, delta_2)
+    root = (delta - delta_2) / cutoff * (1 - 1e-9)  # sqrt(2 delta*)
+    delta_star = root * root / 2.0
+    eps_star = (epsilon - 3.0 * root) / 3.0 * (1 - 1e-9)
+    if eps_star <= 0:
+        raise ValueError(f"`epsilon` of {owner} is too small for the selection's overhead.")
+    return tau, delta_2, eps_star, delta_star
+
+
 def ops_ptr_select(X: ArrayLike, y: ArrayLike, lams: Sequence[float], X_val: ArrayLike, y_val: ArrayLike, *,
                    epsilon: float, delta: float, tau: float | None = None, x_bound: float = 1.0,
                    y_bound: float = 1.0, accountant: Any = None, random_state: RandomState = None) -> SelectionResult:
@@ -136,16 +170,7 @@ def ops_ptr_select(X: ArrayLike, y: ArrayLike, lams: Sequence[float], X_val: Arr
     lams = [float(v) for v in lams]
     epsilon = _validate.positive(epsilon, "epsilon", owner)
     delta = _validate.open_unit_interval(delta, "delta", owner)
-    tau = 0.05 / len(lams) if tau is None else tau
-    from dpledger.accountants.ptr import hyperparameter_selection_cutoff
-
-    delta_2 = delta / 2.0
-    cutoff = hyperparameter_selection_cutoff(tau, delta_2)
-    root = (delta - delta_2) / cutoff * (1 - 1e-9)  # sqrt(2 delta*)
-    delta_star = root * root / 2.0
-    eps_star = (epsilon - 3.0 * root) / 3.0 * (1 - 1e-9)
-    if eps_star <= 0:
-        raise ValueError(f"`epsilon` of {owner} is too small for the selection's overhead.")
+    tau, delta_2, eps_star, delta_star = _selection_budget(epsilon, delta, len(lams), tau, owner)
     half_eps, half_delta = eps_star / 2.0, delta_star / 2.0
     parts = {lam: _ptr_parts(lam, half_eps, half_eps, half_delta, half_delta, x_bound, y_bound, owner)
              for lam in lams}
@@ -190,3 +215,125 @@ def ops_data_independent(X: ArrayLike, y: ArrayLike, lam: float, *, epsilon: flo
     rng = _generator(random_state, owner)
     theta = None if not gamma else ops_sample(X, y, lam, gamma, rng)
     return theta, PTRGuarantee(epsilon=float(epsilon), delta=float(delta), theorem="thesis Thm 6.4.7 (worst case)")
+
+
+def baseline_select(X: ArrayLike, y: ArrayLike, lams: Sequence[float], X_val: ArrayLike, y_val: ArrayLike, *,
+                    method: str, epsilon: float, delta: float, tau: float | None = None, x_bound: float = 1.0,
+                    y_bound: float = 1.0, accountant: Any = None,
+                    random_state: RandomState = None) -> SelectionResult:
+    """A baseline (``method`` ``"outpert"``: :func:`output_perturbation`, ``"ops"``: :func:`ops_data_independent`)
+    with its ``lambda`` chosen privately exactly as :func:`ops_ptr_select` chooses OPS-PTR's: thesis Algorithm 8
+    with the settings of Sec 6.4.5, scored by minus the validation MSE (a ``theta`` of ``None`` scores
+    ``-inf``).
+
+    Each call releases the baseline at the per-call ``(eps*, delta*)``; the baseline is ``(eps*, delta*)``-DP on
+    every data set, so the call is Algorithm 7 with a test that always passes at no cost and false-positive
+    rate 0 (thesis Thm 6.4.3 gives ``(eps*, delta*)``), and the total is thesis Thm 6.4.5's, at most
+    ``(epsilon, delta)``.
+    """
+    owner = "baseline_select"
+    X, y = _data(X, y, x_bound, y_bound, owner)
+    if method not in ("outpert", "ops"):
+        raise ValueError(f"`method` of {owner} must be 'outpert' or 'ops'; got {method!r}.")
+    lams = [_validate.positive(float(v), "lams", owner) for v in lams]
+    epsilon = _validate.positive(epsilon, "epsilon", owner)
+    delta = _validate.open_unit_interval(delta, "delta", owner)
+    tau, delta_2, eps_star, delta_star = _selection_budget(epsilon, delta, len(lams), tau, owner)
+    release = output_perturbation if method == "outpert" else ops_data_independent
+
+    def mechanism_for(lam):
+        def run(data, rng):
+            return release(data[0], data[1], lam, epsilon=eps_star, delta=delta_star, x_bound=x_bound,
+                           y_bound=y_bound, random_state=rng)[0]
+        return run
+
+    free = PrivateTest(run=lambda data, rng: True, epsilon=0.0, delta=0.0, false_positive_rate=0.0,
+                       name="none (the baseline is DP on every data set)")
+    X_val, y_val = np.asarray(X_val, dtype=np.float64), np.asarray(y_val, dtype=np.float64)
+
+    def score(theta):
+        return -math.inf if theta is None else -float(np.mean((X_val @ theta - y_val) ** 2))
+
+    return ptr_select((X, y), lams, mechanism_for=mechanism_for, test_for=lambda lam: free, score=score,
+                      epsilon=eps_star, delta=delta_star, tau=tau, delta_2=delta_2, accountant=accountant,
+                      random_state=random_state)
+
+
+#: AdaOPS's default public grid of ``lambda``.
+ADAOPS_GRID = tuple(float(v) for v in np.logspace(-2, 6, 161))
+
+
+def _adaops_choice(lam_min_lower, xty_upper, epsilon, delta, d, grid, theta_norm, x_bound, y_bound):
+    """Post-processing of the released bounds: ``(lambda, gamma, lam_star, L)`` minimising
+    ``lambda R^2 + d / gamma`` over ``grid`` (``None`` if no ``lambda`` admits a ``gamma > 0``)."""
+    best = None
+    for lam in grid:
+        lam_star = lam + lam_min_lower
+        lipschitz = x_bound * (x_bound * xty_upper / lam_star + y_bound)
+        gamma = ops_largest_gamma(epsilon, lam_star, lipschitz, delta, x_bound)
+        if gamma is None or not gamma > 0:
+            continue
+        objective = lam * theta_norm**2 + d / gamma
+        if best is None or objective < best[0]:
+            best = (objective, lam, gamma, lam_star, lipschitz)
+    return None if best is None else best[1:]
+
+
+def adaops(X: ArrayLike, y: ArrayLike, *, epsilon: float, delta: float, x_bound: float = 1.0, y_bound: float = 1.0,
+           lams: Sequence[float] = ADAOPS_GRID, theta_norm: float = 1.0, accountant: Any = None,
+           random_state: RandomState = None) -> PTRResult:
+    """AdaOPS (Wang 2018b; thesis Sec 6.4.5's adaptive baseline) run as generalized PTR (thesis Algorithm 7).
+
+    The test releases ``lambda_min^P = lambda_min(X^T X) - shift + Lap(4 x_bound^2 / epsilon)`` (floored at 0)
+    and ``||X^T y||^P = ||X^T y|| + shift + Lap(4 x_bound y_bound / epsilon)``, each ``epsilon / 4``-DP and a
+    valid bound with probability ``1 - delta / 4``; from them alone it picks ``(lambda, gamma)`` (see the module
+    docstring) and returns thesis Thm 6.4.7's epsilon at the released bounds, ``eps^P <= epsilon / 2`` by the
+    choice of ``gamma``. Since ``lambda`` is a function of the releases, the proposal is part of the test's
+    output, and for every fixed release Thm 6.4.7 at the released bounds bounds the data-dependent DP of
+    posterior sampling with the chosen ``(lambda, gamma)`` whenever both bounds hold (thesis Thm 6.4.6's
+    event, probability ``1 - delta / 2``). Returns a :class:`~predict.ptr.PTRResult` whose ``output`` is
+    ``theta`` (``None`` if no ``lambda`` on the grid admits a ``gamma > 0``) and whose guarantee is thesis
+    Thm 6.4.6's ``(epsilon, delta)`` (``epsilon / 2 + epsilon / 2``, ``delta / 2 + delta / 2``).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
+    >>> r = adaops(X, np.clip(X @ [0.5, -0.5, 0.2], -1, 1), epsilon=1.0, delta=1e-6, random_state=0)
+    >>> r.released, r.guarantee.theorem, round(r.guarantee.epsilon, 12), bool(r.test_release <= 0.5)
+    (True, 'thesis Thm 6.4.6', 1.0, True)
+    """
+    owner = "adaops"
+    X, y = _data(X, y, x_bound, y_bound, owner)
+    epsilon = _validate.positive(epsilon, "epsilon", owner)
+    delta = _validate.open_unit_interval(delta, "delta", owner)
+    theta_norm = _validate.nonnegative(theta_norm, "theta_norm", owner)
+    grid = [_validate.positive(float(v), "lams", owner) for v in lams]
+    if not grid:
+        raise ValueError(f"`lams` of {owner} must not be empty.")
+    eps_q, fp_q = epsilon / 4.0, delta / 4.0
+    s_min, s_xty = x_bound**2, x_bound * y_bound
+    shift_min, shift_xty = _shift(s_min, eps_q, fp_q), _shift(s_xty, eps_q, fp_q)
+    d = X.shape[1]
+    state: dict[str, Any] = {}
+
+    def release(data, rng):
+        Xd, yd = data
+        lam_min = float(np.linalg.eigvalsh(Xd.T @ Xd)[0])
+        lower = max(lam_min - shift_min + float(rng.laplace(0.0, s_min / eps_q)), 0.0)
+        upper = max(float(np.linalg.norm(Xd.T @ yd)) + shift_xty + float(rng.laplace(0.0, s_xty / eps_q)), 0.0)
+        choice = _adaops_choice(lower, upper, epsilon / 2.0, delta / 2.0, d, grid, theta_norm, x_bound, y_bound)
+        state["choice"] = choice
+        if choice is None:
+            return math.inf
+        lam, gamma, lam_star, lipschitz = choice
+        return ops_epsilon(gamma, lam_star, lipschitz, delta / 2.0, x_bound)
+
+    def mechanism(data, rng):
+        lam, gamma = state["choice"][:2]
+        return ops_sample(data[0], data[1], lam, gamma, rng)
+
+    test = PrivateUpperBound(release=release, epsilon=epsilon / 2.0, delta=0.0, failure_probability=delta / 2.0,
+                             name="AdaOPS: Laplace bounds of lambda_min and ||X^T y||, lambda chosen from them")
+    return generalized_ptr((X, y), mechanism, epsilon=epsilon / 2.0, delta=delta / 2.0, test=test,
+                           accountant=accountant, random_state=random_state)

@@ -25,7 +25,8 @@ from dpledger.accountants.ptr import PTRGuarantee
 from dpledger.mechanisms import _validate
 from dpledger.predict.ptr import PTRResult, RandomState, _generator, charge, generalized_ptr, laplace_statistic_bound
 
-__all__ = ["binary_voting_ptr", "classic_binary_voting_ptr", "noisy_majority"]
+__all__ = ["binary_voting_ptr", "classic_binary_voting_ptr", "noisy_majority", "classic_ptr_error_rate",
+           "classic_ptr_epsilon_for_error"]
 
 
 def noisy_majority(n0: int, n1: int, epsilon: float, rng: np.random.Generator) -> int:
@@ -97,3 +98,58 @@ def classic_binary_voting_ptr(n0: int, n1: int, *, test_epsilon: float, false_po
     coin = int(rng.integers(2))
     answer = (0 if n0 > n1 else 1) if lower > 1.0 else coin
     return answer, guarantee
+
+
+def _classic_args(gap, test_epsilon, false_positive_rate, owner):
+    gap = _validate.integer(gap, "gap", owner, minimum=0)
+    eps_t = _validate.positive(test_epsilon, "test_epsilon", owner)
+    fp = _validate.real(false_positive_rate, "false_positive_rate", owner)
+    if not 0.0 < fp < 0.5:
+        raise ValueError(f"`false_positive_rate` of {owner} must be in (0, 1/2); got {fp}.")
+    return gap, eps_t, fp
+
+
+def classic_ptr_error_rate(gap: int, *, test_epsilon: float, false_positive_rate: float) -> float:
+    """The exact probability that :func:`classic_binary_voting_ptr` answers the minority class at vote gap ``gap``.
+
+    It answers a fair coin iff ``g^P = gap - s + Lap(1/eps) <= 1`` with ``s = log(1/(2 delta'))/eps``, so the
+    error is ``P(Lap(1/eps) <= 1 - gap + s) / 2``: ``e^{-eps (gap - 1 - s)} / 4`` if ``gap - 1 >= s``, else
+    ``(1 - e^{-eps (1 + s - gap)} / 2) / 2``. (A utility number, not a privacy bound; it is what the Monte Carlo
+    estimate of a few thousand trials cannot resolve at the error rates of Figure 6.3(b).)
+    """
+    gap, eps_t, fp = _classic_args(gap, test_epsilon, false_positive_rate, "classic_ptr_error_rate")
+    s = math.log(1.0 / (2.0 * fp)) / eps_t
+    u = gap - 1.0 - s
+    return math.exp(-eps_t * u) / 4.0 if u >= 0 else (1.0 - math.exp(eps_t * u) / 2.0) / 2.0
+
+
+def classic_ptr_epsilon_for_error(gap: int, error: float | None = None, *, false_positive_rate: float,
+                                  log_error: float | None = None) -> float:
+    """The smallest ``test_epsilon`` at which :func:`classic_ptr_error_rate` is at most ``error`` (in (0, 1/4]):
+    ``(log(1/(2 delta')) + log(1/(4 error))) / (gap - 1)`` (from ``e^{-eps (gap - 1) + log(1/(2 delta'))} / 4 =
+    error``), nudged up until the rounded error meets ``error``. Requires ``gap >= 2`` (at ``gap <= 1`` the
+    error is at least 1/4 for every ``eps``). ``log_error`` (instead of ``error``) gives error rates below the
+    smallest float (the final check is then skipped: the closed form is used as is, rounded up by one ulp)."""
+    owner = "classic_ptr_epsilon_for_error"
+    gap = _validate.integer(gap, "gap", owner, minimum=2)
+    if (error is None) == (log_error is None):
+        raise ValueError(f"give exactly one of `error` and `log_error` to {owner}.")
+    if log_error is not None:
+        log_err = _validate.real(log_error, "log_error", owner)
+        if not log_err <= math.log(0.25):
+            raise ValueError(f"`log_error` of {owner} must be at most log(1/4); got {log_err}.")
+        fp = _validate.real(false_positive_rate, "false_positive_rate", owner)
+        if not 0.0 < fp < 0.5:
+            raise ValueError(f"`false_positive_rate` of {owner} must be in (0, 1/2); got {fp}.")
+        eps = (math.log(1.0 / (2.0 * fp)) - math.log(4.0) - log_err) / (gap - 1.0)
+        return float(np.nextafter(eps, np.inf))
+    err = _validate.real(error, "error", owner)
+    if not 0.0 < err <= 0.25:
+        raise ValueError(f"`error` of {owner} must be in (0, 1/4]; got {err}.")
+    fp = _validate.real(false_positive_rate, "false_positive_rate", owner)
+    if not 0.0 < fp < 0.5:
+        raise ValueError(f"`false_positive_rate` of {owner} must be in (0, 1/2); got {fp}.")
+    eps = (math.log(1.0 / (2.0 * fp)) + math.log(1.0 / (4.0 * err))) / (gap - 1.0)
+    while classic_ptr_error_rate(gap, test_epsilon=eps, false_positive_rate=fp) > err:
+        eps = float(np.nextafter(eps, np.inf))
+    return eps

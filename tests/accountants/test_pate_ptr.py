@@ -160,3 +160,60 @@ def test_validation():
         cfg.check_votes(np.array([[1.5, 1, 0, 0]]))
     with pytest.raises(ValueError, match="shape"):
         cfg.check_votes(np.array([[1, 1, 0]]))
+
+
+# ------------------------------------------------- separate sigma_2 and a free beta (Figure 6.2's recovered settings)
+def _cfg(**kw):
+    base = dict(sigma=15.0, budget=1.0, order=32.0, sigma_test=15.0, num_classes=4, max_votes=100,
+                delta_mechanism=2e-6, delta_test=6e-6, false_positive_rate=2e-6, beta=0.05)
+    return PATEPTR(**(base | kw))
+
+
+def test_sigma_2_defaults_to_sigma_test_and_enters_the_test_epsilon():
+    assert _cfg().sigma_2 == 15.0
+    assert _cfg(sigma_2=15.0).test_epsilon == _cfg().test_epsilon
+    values = [_cfg(sigma_2=s).test_epsilon for s in (2.0, 5.0, 15.0, 50.0)]
+    assert all(a > b for a, b in zip(values, values[1:]))  # more noise on log SS, cheaper test
+    cfg = _cfg(sigma_2=5.0)
+    lam = np.linspace(1.2, 1 / (2 * cfg.beta) - 0.2, 80)
+    classic = gnss_test_rdp(lam, cfg.beta, 15.0, 5.0) + math.log(1 / cfg.delta_test) / (lam - 1)
+    assert cfg.test_epsilon <= classic.min()  # a proven conversion: never above the classic one at any order
+    # the guarantee adds up (thesis Thm 6.4.6) with the three deltas as given
+    g = cfg.guarantee()
+    assert g.epsilon == pytest.approx(1.0 + cfg.test_epsilon) and g.delta == pytest.approx(1e-5)
+    with pytest.raises(ValueError, match="sigma_2"):
+        _cfg(sigma_2=0.0)
+    with pytest.raises(ValueError, match="sigma_2"):
+        _cfg(sigma_2=-1.0)
+
+
+def test_release_from_statistics_is_the_release_and_its_formula():
+    cfg = _cfg(sigma_2=5.0)
+    votes = np.array([[80, 10, 5, 5], [60, 30, 5, 5], [95, 5, 0, 0]])
+    gaps = top_gaps(votes)
+    r = cfg.rdp_table()
+    f, ss = float(r[gaps].sum()), smooth_sensitivity(gaps, r, cfg.beta)
+    a = cfg.release_upper_bound(votes, np.random.default_rng(4))
+    b = cfg.release_from_statistics(f, ss, np.random.default_rng(4))
+    assert a == pytest.approx(b, rel=1e-12)
+    rng = np.random.default_rng(4)
+    n1, n2 = rng.normal(), rng.normal()
+    z = math.sqrt(2 * math.log(2 / cfg.false_positive_rate))
+    mu = math.log(ss) + 0.05 * 5.0 * n1 + z * 5.0 * 0.05
+    upper = f + ss * 15.0 * n2 + 15.0 * z * math.exp(mu)
+    assert b >= cfg.epsilon_from_rdp(upper) and b == pytest.approx(cfg.epsilon_from_rdp(upper), rel=1e-9)
+    with pytest.raises(ValueError, match="rdp_value"):
+        cfg.release_from_statistics(-1.0, ss, rng)
+    with pytest.raises(ValueError, match="smooth_sens"):
+        cfg.release_from_statistics(f, float("nan"), rng)
+
+
+def test_lemma_6412_coverage_with_separate_sigma_2_and_a_large_beta():
+    cfg = PATEPTR(sigma=15.0, budget=1.0, order=10.0, sigma_test=3.0, sigma_2=0.7, beta=0.3, num_classes=4,
+                  max_votes=100, delta_mechanism=1e-5, delta_test=1e-5, false_positive_rate=0.2)
+    rng = np.random.default_rng(2)
+    votes = np.array([[60, 30, 5, 5], [90, 4, 3, 3], [40, 35, 20, 5]])
+    target = cfg.epsilon_from_rdp(float(cfg.rdp_table()[top_gaps(votes)].sum()))
+    n = 4000
+    below = sum(cfg.release_upper_bound(votes, rng) < target for _ in range(n))
+    assert below / n <= 0.2

@@ -230,3 +230,58 @@ def test_private_knn_data_dependent_mode_refuses_inconsistent_settings():
                              data_dependent=cfg).fit(X, y)
     with pytest.raises(TypeError, match="PATEPTR"):
         PrivateKNNClassifier(k=30, sampling_probability=1.0, n_classes=2, data_dependent={"budget": 1}).fit(X, y)
+
+
+from dpledger.predict.ptr_voting import classic_ptr_epsilon_for_error, classic_ptr_error_rate  # noqa: E402
+
+
+@pytest.mark.parametrize("gap, eps_t, fp", [(6, 1.0, 0.05), (3, 2.0, 0.1), (12, 0.5, 0.01), (1, 1.0, 0.2)])
+def test_classic_ptr_error_rate_matches_simulation(gap, eps_t, fp):
+    exact = classic_ptr_error_rate(gap, test_epsilon=eps_t, false_positive_rate=fp)
+    rng = np.random.default_rng(5)
+    trials = 20_000
+    wrong = sum(classic_binary_voting_ptr(gap, 0, test_epsilon=eps_t, false_positive_rate=fp, random_state=rng)[0]
+                for _ in range(trials))  # the majority is class 0: answer 1 is the error
+    se = math.sqrt(exact * (1 - exact) / trials)
+    assert abs(wrong / trials - exact) <= 5 * se + 1e-4
+
+
+@pytest.mark.parametrize("gap, err, fp", [(101, 1e-86, 5e-6), (100, 1e-10, 5e-6), (5, 0.2, 0.1)])
+def test_classic_ptr_epsilon_for_error_is_the_smallest(gap, err, fp):
+    eps = classic_ptr_epsilon_for_error(gap, err, false_positive_rate=fp)
+    assert classic_ptr_error_rate(gap, test_epsilon=eps, false_positive_rate=fp) <= err
+    assert classic_ptr_error_rate(gap, test_epsilon=eps * (1 - 1e-9), false_positive_rate=fp) > err
+    for bad in ({"error": 0.3}, {"error": 0.0}, {"false_positive_rate": 0.5}):
+        with pytest.raises(ValueError):
+            classic_ptr_epsilon_for_error(gap, **({"error": err, "false_positive_rate": fp} | bad))
+    with pytest.raises(ValueError):
+        classic_ptr_epsilon_for_error(1, err, false_positive_rate=fp)
+
+
+def test_classic_ptr_epsilon_for_log_error_matches_and_reaches_below_floats():
+    eps = classic_ptr_epsilon_for_error(100, 1e-30, false_positive_rate=5e-6)
+    assert classic_ptr_epsilon_for_error(100, false_positive_rate=5e-6, log_error=math.log(1e-30)) == \
+        pytest.approx(eps, rel=1e-12)
+    tiny = classic_ptr_epsilon_for_error(100, false_positive_rate=5e-6, log_error=-5000.0)
+    assert tiny >= (math.log(1e5) - math.log(4) + 5000) / 99
+    with pytest.raises(ValueError, match="exactly one"):
+        classic_ptr_epsilon_for_error(100, 1e-3, false_positive_rate=5e-6, log_error=-3.0)
+    with pytest.raises(ValueError, match="log_error"):
+        classic_ptr_epsilon_for_error(100, false_positive_rate=5e-6, log_error=0.0)
+
+
+def test_private_knn_data_dependent_mode_with_a_free_beta_and_sigma_2():
+    # the recovered settings of Figure 6.2 (beta not tied to the order, sigma_2 != sigma_s) go through the same
+    # charge: one PTR run, thesis Thm 6.4.6's guarantee with this config's (smaller) test epsilon
+    X, y = _clusters()
+    base = dict(sigma=40.0, budget=8.0, order=32.0, sigma_test=15.0, num_classes=2, max_votes=100,
+                delta_mechanism=2e-6, delta_test=6e-6, false_positive_rate=2e-6)
+    tied, free = PATEPTR(**base), PATEPTR(**base, beta=0.05, sigma_2=5.0)
+    assert free.beta == 0.05 and tied.beta == pytest.approx(0.2 / 32)
+    clf = PrivateKNNClassifier(k=100, sampling_probability=1.0, threshold=None, sigma_vote=40.0,
+                               metric="euclidean", n_classes=2, random_state=0, data_dependent=free).fit(X, y)
+    out = clf.predict(np.array([[8.0, 8.0]] * 10 + [[-8.0, -8.0]] * 10))
+    assert clf.last_ptr_result_.released and out.tolist() == [0] * 10 + [1] * 10
+    assert clf.last_ptr_result_.test_release <= free.budget
+    assert clf.accountant_.ledger == ((free.guarantee().mechanism(), 1),)
+    assert clf.last_ptr_result_.guarantee == free.guarantee()
