@@ -685,7 +685,15 @@ class _DirectionLaw:
     def __call__(self, s):
         s = np.asarray(s, dtype=np.complex128)
         if s.size and not s.imag.any():  # real tilts (Chernoff bounds, dampings): proven upper bounds suffice
-            return self._accountant._log_mgf_upper(s.real, self._direction).astype(np.complex128)
+            # the same grids of tilts recur across plans, directions' retries and queries: kept per ledger state
+            cache = self._accountant._derived.setdefault("real_upper", {})
+            key = (self._direction, s.real.tobytes())
+            if key not in cache:
+                if len(cache) >= 256:
+                    cache.clear()
+                cache[key] = self._accountant._log_mgf_upper(s.real, self._direction).astype(np.complex128)
+                cache[key].setflags(write=False)
+            return cache[key].reshape(s.shape).copy()
         return self._accountant._log_mgf(s, self._direction)
 
 

@@ -456,7 +456,7 @@ def log_f_upper(a: float, g: float, mu: float) -> float:
     return _slack(float(np.logaddexp(value[0].real, log_err[0])))
 
 
-def log_f_sup(a: float, v_min: float, g: float, mu: float, width: float = 14.0, cells: int = 4096) -> float:
+def log_f_sup(a: float, v_min: float, g: float, mu: float, width: float = 14.0, cells: int = 1024) -> float:
     """A proven upper bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (module docstring, "Decay")."""
     a, g, mu, v_min = float(a), float(g), float(mu), abs(float(v_min))
     trivial = log_f_upper(a, g, mu)
