@@ -453,30 +453,14 @@ class FourierAccountant:
         return Bounds(lower, upper, upper)
 
     def _one_run_epsilon(self, core, delta):
-        """Bisection on the proven ends of the one-run profile: ``upper`` is an epsilon whose upper delta was
+        """Root search on the proven ends of the one-run profile: ``upper`` is an epsilon whose upper delta was
         evaluated at most ``delta`` (so the exact epsilon is at most it), ``lower`` one whose lower delta was
-        evaluated above ``delta`` (so the exact epsilon exceeds it)."""
-
-        def crossing(field):
-            def meets(e):
-                return getattr(self._one_run_delta(core, e), field) <= delta
-
-            if meets(0.0):
-                return 0.0, 0.0
-            lo, hi = 0.0, 1.0
-            while not meets(hi):
-                lo, hi = hi, hi * 2.0
-                if hi > 1e300:
-                    return lo, math.inf
-            while hi - lo > 1e-15 * hi:
-                mid = 0.5 * (lo + hi)
-                if mid in (lo, hi):
-                    break
-                lo, hi = (lo, mid) if meets(mid) else (mid, hi)
-            return lo, hi
-
-        upper = min(crossing("upper")[1], self.pure_epsilon())
-        lower = crossing("lower")[0]
+        evaluated above ``delta`` (so the exact epsilon exceeds it). Only evaluated points become ends, so how the
+        next point is chosen (:func:`_bracket_crossing`) does not affect the proof."""
+        upper_lo, upper = _bracket_crossing(lambda e: self._one_run_delta(core, e).upper, delta)
+        upper = min(upper, self.pure_epsilon())
+        lower = _bracket_crossing(lambda e: self._one_run_delta(core, e).lower, delta,
+                                  start=upper if math.isfinite(upper) and upper > 0.0 else 1.0)[0]
         return Bounds(min(lower, upper), upper, upper)
 
     def _core_delta_bounds(self, epsilon):
@@ -671,6 +655,51 @@ class FourierAccountant:
             accountant="Fourier",
             method=self._method() + f"; interval [{b.lower:.8g}, {b.upper:.8g}]",
         )
+
+
+def _bracket_crossing(evaluate, delta, start=1.0):
+    """``(lo, hi)`` with ``evaluate(lo) > delta >= evaluate(hi)`` (``lo = hi = 0`` if ``evaluate(0) <= delta``;
+    ``hi = inf`` if no finite point meets it), ``hi - lo <= 1e-15 hi``, for a non-increasing ``evaluate``.
+
+    Secant steps on ``log evaluate - log delta`` (nearly linear near the crossing), overshooting after two
+    steps on one side, and a bisection after two steps that each shrank the bracket by less than half: a dozen
+    evaluations where bisection from ``[0, 1]`` took about fifty."""
+    f0 = evaluate(0.0)
+    if f0 <= delta:
+        return 0.0, 0.0
+    lo, f_lo = 0.0, f0
+    hi = float(start)
+    f_hi = evaluate(hi)
+    while f_hi > delta:
+        lo, f_lo, hi = hi, f_hi, hi * 2.0
+        if hi > 1e300:
+            return lo, math.inf
+        f_hi = evaluate(hi)
+    log_delta = math.log(delta)
+
+    def gap(value):
+        return math.log(max(value, 1e-300)) - log_delta
+
+    g_lo, g_hi, kept, slow = gap(f_lo), gap(f_hi), 0, 0
+    while hi - lo > 1e-15 * hi:
+        width = hi - lo
+        x = hi - g_hi * width / (g_hi - g_lo) if g_hi != g_lo and math.isfinite(g_hi - g_lo) else 0.5 * (lo + hi)
+        # after two steps on one side, overshoot by the last correction so that the next lands on the other side
+        if kept == -1:
+            x = min(lo + 2.0 * (x - lo), 0.5 * (x + hi))
+        elif kept == 1:
+            x = max(hi - 2.0 * (hi - x), 0.5 * (lo + x))
+        if slow >= 2 or not lo < x < hi:
+            x, slow = 0.5 * (lo + hi), 0
+        if x in (lo, hi):
+            break
+        value = evaluate(x)
+        if value <= delta:
+            hi, g_hi, kept = x, gap(value), (1 if kept >= 0 else 0)
+        else:
+            lo, g_lo, kept = x, gap(value), (-1 if kept <= 0 else 0)
+        slow = slow + 1 if hi - lo > 0.5 * width else 0
+    return lo, hi
 
 
 class _DirectionLaw:
