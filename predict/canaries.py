@@ -87,6 +87,11 @@ class CanaryAudit(_Audited):
         """``"Ind-KNN"`` (the same attribute as :class:`CanaryDesign`'s)."""
         return "Ind-KNN"
 
+    def epsilon_at(self, delta: float) -> float:
+        """The classifier's proven epsilon (upper bound) at another ``delta``, from the same budget."""
+        clf = IndKNNClassifier(**self.params, random_state=0).fit(*self.neighbouring_dataset)
+        return float(clf.privacy_report(delta).epsilon)
+
     def release(self, data: tuple[np.ndarray, np.ndarray], rng: np.random.Generator) -> int:
         """Fit a fresh :class:`IndKNNClassifier` on ``data`` with generator ``rng``; return the query's label."""
         clf = IndKNNClassifier(**self.params, random_state=rng)
@@ -171,6 +176,8 @@ class CanaryDesign(_Audited):
         The predictor's proven (epsilon, delta) guarantee, add-or-remove-one, for everything ``release`` sees.
     score : callable or None
         Passed to :func:`predict.audit.audit_epsilon` (None: the output is the score).
+    proven_curve : callable or None
+        ``delta -> epsilon``: the same proven guarantee at other deltas (for trade-off curves), when known.
     """
 
     name: str
@@ -181,6 +188,13 @@ class CanaryDesign(_Audited):
     proven_epsilon: float
     delta: float
     score: Callable[[Any], float] | None = field(default=None, repr=False)
+    proven_curve: Callable[[float], float] | None = field(default=None, repr=False)
+
+    def epsilon_at(self, delta: float) -> float:
+        """The proven epsilon (upper bound) at another ``delta`` (``proven_curve``); a ``ValueError`` without it."""
+        if self.proven_curve is None:
+            raise ValueError(f"the design {self.name!r} knows its proven epsilon only at delta = {self.delta}.")
+        return float(self.proven_curve(delta))
 
 
 # ------------------------------------------------------------------------------------------------- Ind-KNN
@@ -240,16 +254,23 @@ def ind_knn_designs(*, epsilon: float = 4.0, delta: float = 1e-5, n_background: 
     n_background = _validate.integer(n_background, "n_background", owner, minimum=1)
     settings = _ind_settings(epsilon, delta, 2, {})
     background = _ind_background(n_background)
-    proven = float(IndKNNClassifier(**settings, random_state=0).fit(*background).privacy_report(delta).epsilon)
+    probe = IndKNNClassifier(**settings, random_state=0).fit(*background)
+    proven = float(probe.privacy_report(delta).epsilon)
+
+    def curve(d: float) -> float:
+        return float(probe.privacy_report(d).epsilon)
+
     designs: list[CanaryAudit | CanaryDesign] = [ind_knn_only_neighbour_canary(epsilon=epsilon, delta=delta,
                                                                                n_background=n_background)]
 
     edge = np.array([[0.9, np.sqrt(1.0 - 0.81)]])
     at_tau = settings | {"tau": _kernel_value(edge, settings)}
     designs.append(CanaryDesign("at kernel threshold", "Ind-KNN", _with(background, edge), background,
-                                _ind_count_release(at_tau, 1), proven, delta))
+                                _ind_count_release(at_tau, 1), proven, delta,
+                                proven_curve=curve))
     designs.append(CanaryDesign("nearly spent budget", "Ind-KNN", _with(background, _QUERY), background,
-                                _ind_count_release(settings, 8), proven, delta))
+                                _ind_count_release(settings, 8), proven, delta,
+                                proven_curve=curve))
 
     def late(present, rng):
         clf = IndKNNClassifier(**settings, random_state=rng).fit(*background)
@@ -258,7 +279,8 @@ def ind_knn_designs(*, epsilon: float = 4.0, delta: float = 1e-5, n_background: 
             clf.add(_QUERY, np.ones(1, dtype=np.int64))
         return float(out + int(clf.predict(_QUERY)[0] == 1))
 
-    designs.append(CanaryDesign("added late with add()", "Ind-KNN", True, False, late, proven, delta))
+    designs.append(CanaryDesign("added late with add()", "Ind-KNN", True, False, late, proven, delta,
+                                proven_curve=curve))
 
     def readded(present, rng):
         clf = IndKNNClassifier(**settings, random_state=rng).fit(*(_with(background, _QUERY) if present
@@ -269,9 +291,11 @@ def ind_knn_designs(*, epsilon: float = 4.0, delta: float = 1e-5, n_background: 
             clf.add(_QUERY, np.ones(1, dtype=np.int64))
         return float(out + int(np.sum(clf.predict(np.repeat(_QUERY, 2, axis=0)) == 1)))
 
-    designs.append(CanaryDesign("removed then re-added", "Ind-KNN", True, False, readded, proven, delta))
+    designs.append(CanaryDesign("removed then re-added", "Ind-KNN", True, False, readded, proven, delta,
+                                proven_curve=curve))
     designs.append(CanaryDesign("duplicated records", "Ind-KNN", _with(background, np.vstack([_QUERY, _QUERY])),
-                                _with(background, _QUERY), _ind_count_release(settings, 1), proven, delta))
+                                _with(background, _QUERY), _ind_count_release(settings, 1), proven, delta,
+                                proven_curve=curve))
     return designs
 
 
@@ -310,7 +334,7 @@ def private_knn_designs(*, delta: float = 1e-5) -> list[CanaryDesign]:
         probe.predict(np.repeat(_ORIGIN, queries, axis=0))
         proven = float(probe.privacy_report(delta).epsilon)
         designs.append(CanaryDesign(name, "Private-kNN", _pknn_data(canaries), _pknn_data(neighbouring), release,
-                                    proven, delta))
+                                    proven, delta, proven_curve=lambda d, probe=probe: probe.privacy_report(d).epsilon))
     return designs
 
 
@@ -415,7 +439,8 @@ def dpsgd_canary(*, noise_multiplier: float = 1.0, epochs: int = 5, n_records: i
         return _train_dpsgd(data, rng, z=z, epochs=epochs, batch=batch, lr=lr, expected=(z, q, epochs * batches),
                             probe=canary) @ direction
 
-    return CanaryDesign("canary pixel", "DP-SGD (Opacus)", with_canary, background, release, proven, delta)
+    return CanaryDesign("canary pixel", "DP-SGD (Opacus)", with_canary, background, release, proven, delta,
+                        proven_curve=ledger.get_epsilon)
 
 
 def _train_dpsgd(data, rng, *, z, epochs, batch, lr, expected, probe):
