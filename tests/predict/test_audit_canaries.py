@@ -152,3 +152,14 @@ def test_dpsgd_canary(one_torch_thread):
 def test_validation(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_proven_epsilon_at_other_deltas():
+    """Each design knows its guarantee at other deltas (for the proven trade-off curve): the same number at its
+    own delta, larger at smaller deltas."""
+    for d in (DESIGNS[0], DESIGNS[2], DESIGNS[6]):
+        assert d.epsilon_at(d.delta) == pytest.approx(d.proven_epsilon, rel=1e-12)
+        assert d.epsilon_at(1e-8) > d.proven_epsilon > d.epsilon_at(1e-2)
+    bare = CanaryDesign("x", "y", 1, 0, lambda data, rng: 0.0, 1.0, 1e-5)
+    with pytest.raises(ValueError, match="knows its proven epsilon only at delta = 1e-05"):
+        bare.epsilon_at(1e-3)
