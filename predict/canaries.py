@@ -239,8 +239,8 @@ def ind_knn_designs(*, epsilon: float = 4.0, delta: float = 1e-5, n_background: 
     3. ``nearly spent budget``: the canary is the only neighbour of 8 queries; its first vote clips to what is
        left of its budget and it retires; the number of canary labels among the 8 answers is released.
     4. ``added late with add()``: 3 queries on the background, then ``add()`` of the canary (or nothing), then
-       one more query; the count of canary labels is released. ``dataset`` / ``neighbouring_dataset`` are the
-       flags ``True`` / ``False``.
+       one more query, whose answer is released (1 for the canary's label). ``dataset`` /
+       ``neighbouring_dataset`` are the flags ``True`` / ``False``.
     5. ``removed then re-added``: fitted with the canary (or without), 2 queries, ``remove()`` and ``add()`` of the
        canary, 2 more queries. Its spend survives the removal (DESIGN.md rule 8), so the guarantee stays.
     6. ``duplicated records``: two copies of the canary against one.
@@ -274,10 +274,10 @@ def ind_knn_designs(*, epsilon: float = 4.0, delta: float = 1e-5, n_background: 
 
     def late(present, rng):
         clf = IndKNNClassifier(**settings, random_state=rng).fit(*background)
-        out = int(np.sum(clf.predict(np.repeat(_QUERY, 3, axis=0)) == 1))
+        clf.predict(np.repeat(_QUERY, 3, axis=0))  # answered before the canary exists (pure noise either way)
         if present:
             clf.add(_QUERY, np.ones(1, dtype=np.int64))
-        return float(out + int(clf.predict(_QUERY)[0] == 1))
+        return float(clf.predict(_QUERY)[0] == 1)
 
     designs.append(CanaryDesign("added late with add()", "Ind-KNN", True, False, late, proven, delta,
                                 proven_curve=curve))

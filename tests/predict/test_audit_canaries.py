@@ -66,7 +66,7 @@ def test_lower_bound_stays_below_proven_upper(design, one_torch_thread):
     assert result.gdp_mu_lower >= 0.0 and result.delta == design.delta
 
 
-@pytest.mark.parametrize("index", [0, 1, 5, 6], ids=["only", "threshold", "duplicated", "private-knn"])
+@pytest.mark.parametrize("index", [0, 1, 3, 5, 6], ids=["only", "threshold", "late", "duplicated", "private-knn"])
 def test_canary_moves_the_output(index, one_torch_thread):
     d = DESIGNS[index]
     score = d.score or float
