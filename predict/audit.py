@@ -19,17 +19,20 @@ learning: how private is private SGD?", Sec 3 and Algorithm 2) and Nasr, Song, T
 (IEEE S&P 2021, "Adversary instantiation: lower bounds for differentially private machine learning", Sec 3.2),
 with Clopper-Pearson intervals (Clopper & Pearson 1934) as in both papers.
 
-The same chosen test and the same two intervals also give a Gaussian-DP (f-DP) reading of the trade-off: a
-``mu``-GDP release has type-II error ``1 - TPR >= G_mu(FPR) = Phi(Phi^-1(1 - FPR) - mu)`` for every test (Dong,
-Roth & Su 2022, "Gaussian differential privacy", JRSS-B, Def 2.3 and Eq. (2.5)/Def 2.7 of the arXiv version), so
+The runs also give a Gaussian-DP (f-DP) reading of the trade-off. A ``mu``-GDP release has, for every test,
+type-II error ``1 - TPR >= G_mu(FPR) = Phi(Phi^-1(1 - FPR) - mu)`` (Dong, Roth & Su, "Gaussian differential
+privacy", JRSS-B 2022, arXiv:1905.02383: the definitions of f-DP and mu-GDP in Sec 2; the formula below is their
+Eq. (6) rearranged), so
 
     mu >= Phi^-1(1 - FPR) - Phi^-1(1 - TPR) = Phi^-1(TPR) - Phi^-1(FPR),
 
-increasing in ``TPR`` and decreasing in ``FPR``: with ``TPR_lower`` and ``FPR_upper`` it is a lower bound on the
-``mu`` of every GDP guarantee the release can have, at the same confidence (the complement form gives the same
-value: the Gaussian trade-off function is symmetric). Converted to epsilon at ``delta`` through the exact mu-GDP
-profile (Dong, Roth & Su, Cor 2.13) it is only an **estimate** of epsilon: it assumes the release's trade-off
-curve is Gaussian, which the audit does not establish.
+increasing in ``TPR`` and decreasing in ``FPR``: with ``TPR_lower`` and ``FPR_upper`` of one test it is a lower
+bound on the ``mu`` of every GDP guarantee the release can have, at the intervals' confidence (the complement form
+gives the same value: the Gaussian trade-off function is symmetric). That test is chosen separately, on the same
+held-out runs, by the ``mu`` it would give (the test that maximises the epsilon bound sits in a tail and reads
+``mu`` poorly). Converted to epsilon at ``delta`` through the exact mu-GDP profile (Dong, Roth & Su, Cor 2.13) it
+is only an **estimate** of epsilon: it assumes the release's trade-off curve is Gaussian, which the audit does not
+establish.
 
 :func:`audit_epsilon` runs the release ``runs`` times on each data set, chooses the distinguishing test (a
 threshold on a scalar score of the output, its direction, and which data set is positive) on a held-out
@@ -169,8 +172,8 @@ def _upper(k, n, alpha):
 def gdp_mu_lower(tpr_lower: float, fpr_upper: float) -> float:
     """Lower bound on the ``mu`` of Gaussian DP from a test's ``TPR`` lower and ``FPR`` upper confidence limits.
 
-    ``mu >= Phi^-1(TPR_lower) - Phi^-1(FPR_upper)`` (Dong, Roth & Su 2022, Def 2.7 with the Gaussian trade-off
-    function ``G_mu(a) = Phi(Phi^-1(1 - a) - mu)``: ``1 - TPR >= G_mu(FPR)``), clipped at 0 and lowered by
+    ``mu >= Phi^-1(TPR_lower) - Phi^-1(FPR_upper)`` (mu-GDP of Dong, Roth & Su 2022, Sec 2, with the Gaussian
+    trade-off function ``G_mu(a) = Phi(Phi^-1(1 - a) - mu)``: ``1 - TPR >= G_mu(FPR)``; their Eq. (6)), clipped at 0 and lowered by
     ``1e-10`` for the quantile function's floating-point error. It holds whenever the two limits hold.
 
     Examples
