@@ -173,8 +173,9 @@ def gdp_mu_lower(tpr_lower: float, fpr_upper: float) -> float:
     """Lower bound on the ``mu`` of Gaussian DP from a test's ``TPR`` lower and ``FPR`` upper confidence limits.
 
     ``mu >= Phi^-1(TPR_lower) - Phi^-1(FPR_upper)`` (mu-GDP of Dong, Roth & Su 2022, Sec 2, with the Gaussian
-    trade-off function ``G_mu(a) = Phi(Phi^-1(1 - a) - mu)``: ``1 - TPR >= G_mu(FPR)``; their Eq. (6)), clipped at 0 and lowered by
-    ``1e-10`` for the quantile function's floating-point error. It holds whenever the two limits hold.
+    trade-off function ``G_mu(a) = Phi(Phi^-1(1 - a) - mu)``: ``1 - TPR >= G_mu(FPR)``; their Eq. (6)), clipped
+    at 0 and lowered by ``1e-10`` for the quantile function's floating-point error. It holds whenever the two
+    limits hold.
 
     Examples
     --------
