@@ -154,6 +154,7 @@ def _audit_one(design, kind, args, seed, progress):
     row["proven_epsilon"] = design.proven_epsilon
     row["delta"] = design.delta
     row["seconds"] = time.perf_counter() - start
+    progress.done()  # on a terminal: each audit's bar keeps its own line
     return row
 
 
