@@ -216,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpledger import predict_cli  # the parsers only; torch and the classifiers load when the commands run
 
     predict_cli.add_parsers(sub)
+    from dpledger import audit_cli
+
+    audit_cli.add_parser(sub)
     return parser
 
 
@@ -343,6 +346,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command in runners:
             return runners[command](args)
+        if command == "audit":
+            from dpledger import audit_cli
+
+            return audit_cli.run(args)
         from dpledger import predict_cli
 
         return predict_cli.run(args)

@@ -19,6 +19,21 @@ learning: how private is private SGD?", Sec 3 and Algorithm 2) and Nasr, Song, T
 (IEEE S&P 2021, "Adversary instantiation: lower bounds for differentially private machine learning", Sec 3.2),
 with Clopper-Pearson intervals (Clopper & Pearson 1934) as in both papers.
 
+The runs also give a Gaussian-DP (f-DP) reading of the trade-off. A ``mu``-GDP release has, for every test,
+type-II error ``1 - TPR >= G_mu(FPR) = Phi(Phi^-1(1 - FPR) - mu)`` (Dong, Roth & Su, "Gaussian differential
+privacy", JRSS-B 2022, arXiv:1905.02383: the definitions of f-DP and mu-GDP in Sec 2; the formula below is their
+Eq. (6) rearranged), so
+
+    mu >= Phi^-1(1 - FPR) - Phi^-1(1 - TPR) = Phi^-1(TPR) - Phi^-1(FPR),
+
+increasing in ``TPR`` and decreasing in ``FPR``: with ``TPR_lower`` and ``FPR_upper`` of one test it is a lower
+bound on the ``mu`` of every GDP guarantee the release can have, at the intervals' confidence (the complement form
+gives the same value: the Gaussian trade-off function is symmetric). That test is chosen separately, on the same
+held-out runs, by the ``mu`` it would give (the test that maximises the epsilon bound sits in a tail and reads
+``mu`` poorly). Converted to epsilon at ``delta`` through the exact mu-GDP profile (Dong, Roth & Su, Cor 2.13) it
+is only an **estimate** of epsilon: it assumes the release's trade-off curve is Gaussian, which the audit does not
+establish.
+
 :func:`audit_epsilon` runs the release ``runs`` times on each data set, chooses the distinguishing test (a
 threshold on a scalar score of the output, its direction, and which data set is positive) on a held-out
 third of the runs only, and computes the bound from the remaining runs, which the choice never saw: given the
@@ -36,12 +51,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
+from dpledger.accountants.individual_conversions import gdp_epsilon
 from dpledger.mechanisms import _validate
 from dpledger.predict._common import seed_sequence
 
-__all__ = ["AuditResult", "audit_epsilon", "clopper_pearson_lower", "clopper_pearson_upper"]
+__all__ = ["AuditResult", "audit_epsilon", "clopper_pearson_lower", "clopper_pearson_upper", "gdp_mu_lower",
+           "gdp_epsilon_estimate"]
 
 _OWNER = "audit_epsilon"
 # Relative slack applied to scipy's beta quantiles and to the final logarithm, toward the conservative side, for
@@ -81,6 +98,19 @@ class AuditResult:
         Releases per data set.
     delta, confidence : float
         As passed.
+    gdp_mu_lower : float
+        A **statistical lower bound** on ``mu`` for Gaussian DP (:func:`gdp_mu_lower`) from a second test, chosen
+        on the same held-out runs by the ``mu`` it would give, and Clopper-Pearson limits on the bound runs at the
+        same levels: with probability ``confidence``, the release is not ``mu``-GDP for any
+        ``mu < gdp_mu_lower``. It is a claim of its own (the epsilon bound and it each hold with probability
+        ``confidence``; both together with probability ``2 confidence - 1``). ``0.0`` when the test finds nothing.
+    gdp_tpr_lower, gdp_fpr_upper : float
+        The limits behind ``gdp_mu_lower``: with ``confidence``, the release's trade-off function (f-DP) at
+        ``gdp_fpr_upper`` is at most ``1 - gdp_tpr_lower`` (an empirical point of the trade-off curve).
+    gdp_epsilon_estimate : float
+        The epsilon at ``delta`` of ``gdp_mu_lower``-GDP (:func:`gdp_epsilon_estimate`): an **estimate** of the
+        release's epsilon that assumes a Gaussian trade-off curve; never a bound. ``inf`` at ``delta = 0`` when
+        ``gdp_mu_lower > 0`` (GDP is never pure DP).
     """
 
     lower: float
@@ -97,6 +127,10 @@ class AuditResult:
     runs: int
     delta: float
     confidence: float
+    gdp_mu_lower: float = 0.0
+    gdp_epsilon_estimate: float = 0.0
+    gdp_tpr_lower: float = 0.0
+    gdp_fpr_upper: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """The result as a plain dict (JSON-serialisable)."""
@@ -133,6 +167,49 @@ def _upper(k, n, alpha):
     lo = np.asarray(clopper_pearson_lower(n - k, n, alpha), dtype=np.float64)
     up = (1.0 - lo) * (1.0 + _SLACK)
     return np.clip(up, 0.0, 1.0)[()]
+
+
+def gdp_mu_lower(tpr_lower: float, fpr_upper: float) -> float:
+    """Lower bound on the ``mu`` of Gaussian DP from a test's ``TPR`` lower and ``FPR`` upper confidence limits.
+
+    ``mu >= Phi^-1(TPR_lower) - Phi^-1(FPR_upper)`` (mu-GDP of Dong, Roth & Su 2022, Sec 2, with the Gaussian
+    trade-off function ``G_mu(a) = Phi(Phi^-1(1 - a) - mu)``: ``1 - TPR >= G_mu(FPR)``; their Eq. (6)), clipped
+    at 0 and lowered by ``1e-10`` for the quantile function's floating-point error. It holds whenever the two
+    limits hold.
+
+    Examples
+    --------
+    >>> from scipy.stats import norm
+    >>> round(gdp_mu_lower(norm.cdf(0.5), norm.cdf(-0.5)), 9)    # the Gaussian pair N(1, 1) vs N(0, 1)
+    1.0
+    """
+    tpr = _validate.real(tpr_lower, "tpr_lower", "gdp_mu_lower")
+    fpr = _validate.real(fpr_upper, "fpr_upper", "gdp_mu_lower")
+    if not (0.0 <= tpr <= 1.0 and 0.0 <= fpr <= 1.0):
+        raise ValueError(f"`tpr_lower` and `fpr_upper` of gdp_mu_lower must be in [0, 1]; got {tpr} and {fpr}.")
+    with np.errstate(invalid="ignore"):
+        mu = float(special.ndtri(tpr) - special.ndtri(fpr))
+    if not mu > _ABS_SLACK:  # nan (both 0 or both 1) and non-positive values say nothing
+        return 0.0
+    return mu - _ABS_SLACK if math.isfinite(mu) else math.inf
+
+
+def gdp_epsilon_estimate(mu: float, delta: float) -> float:
+    """Epsilon at ``delta`` of ``mu``-GDP, from the exact GDP profile ``delta(eps) = Phi(-eps/mu + mu/2) -
+    e^eps Phi(-eps/mu - mu/2)`` (Dong, Roth & Su 2022, Cor 2.13;
+    :func:`~dpledger.accountants.individual_conversions.gdp_epsilon`). Applied to an audit's ``mu`` it is an
+    **estimate** of the audited release's epsilon (it assumes a Gaussian trade-off curve). ``0`` for ``mu = 0``;
+    ``inf`` for ``delta = 0`` and ``mu > 0``.
+    """
+    mu = _validate.real(mu, "mu", "gdp_epsilon_estimate")
+    delta = _validate.real(delta, "delta", "gdp_epsilon_estimate")
+    if mu < 0.0 or not 0.0 <= delta < 1.0:
+        raise ValueError(f"`mu` of gdp_epsilon_estimate must be >= 0 and `delta` in [0, 1); got {mu} and {delta}.")
+    if mu == 0.0:
+        return 0.0
+    if delta == 0.0 or math.isinf(mu):
+        return math.inf
+    return float(gdp_epsilon(0.5 * mu * mu, delta))
 
 
 def _epsilon_bounds(tp, fp, n, delta, alpha_each):
@@ -207,10 +284,28 @@ def _counts(d_sorted, n_sorted, thresholds, direction):
     return np.searchsorted(d_sorted, thresholds, side="right"), np.searchsorted(n_sorted, thresholds, side="right")
 
 
-def _choose(held_d, held_n, n_bound, delta, alpha_each):
-    """The test (threshold, direction, positive data set) maximising, on the held-out runs, the bound that the
-    bound runs would give if their rates equalled the held-out rates (a regularised empirical epsilon: the raw
-    ratio would pick tests with an empirical rate of 0 and an infinite estimate)."""
+def _epsilon_objective(n_bound, delta, alpha_each):
+    def objective(tp, fp):
+        set_form, complement_form, _, _ = _epsilon_bounds(tp, fp, n_bound, delta, alpha_each)
+        return np.maximum(set_form, complement_form)
+    return objective
+
+
+def _gdp_objective(n_bound, alpha_each):
+    def objective(tp, fp):
+        tpr_lo = np.asarray(clopper_pearson_lower(tp, n_bound, alpha_each), dtype=np.float64)
+        fpr_up = np.asarray(_upper(fp, n_bound, alpha_each), dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            mu = special.ndtri(tpr_lo) - special.ndtri(fpr_up)
+        return np.where(np.isnan(mu), -np.inf, mu)
+    return objective
+
+
+def _choose(held_d, held_n, n_bound, objective):
+    """The test (threshold, direction, positive data set) maximising, on the held-out runs, ``objective`` of the
+    counts that the bound runs would give if their rates equalled the held-out rates (the objective is the bound
+    itself, evaluated at those counts: a regularised empirical value; the raw ratio would pick tests with an
+    empirical rate of 0 and an infinite estimate)."""
     pooled = np.concatenate([held_d, held_n])
     candidates = np.unique(pooled)
     if candidates.size > _MAX_THRESHOLDS:
@@ -221,12 +316,17 @@ def _choose(held_d, held_n, n_bound, delta, alpha_each):
     for direction in ("greater_equal", "less_equal"):
         in_d, in_n = _counts(d_sorted, n_sorted, candidates, direction)
         for positive, tp, fp in (("dataset", in_d, in_n), ("neighbouring_dataset", in_n, in_d)):
-            set_form, complement_form, _, _ = _epsilon_bounds(tp * scale, fp * scale, n_bound, delta, alpha_each)
-            values = np.maximum(set_form, complement_form)
+            values = objective(tp * scale, fp * scale)
             i = int(np.argmax(values))
             if values[i] > best_value:
                 best_value, best = values[i], (float(candidates[i]), direction, positive)
     return best  # when nothing separates the held-out runs, a fixed test: its (zero) bound is still valid
+
+
+def _bound_counts(s_d, s_n, test):
+    threshold, direction, positive = test
+    in_d, in_n = _counts(np.sort(s_d), np.sort(s_n), np.array([threshold]), direction)
+    return (int(in_d[0]), int(in_n[0])) if positive == "dataset" else (int(in_n[0]), int(in_d[0]))
 
 
 def audit_epsilon(
@@ -282,6 +382,8 @@ def audit_epsilon(
         intervals. The threshold, the direction and the positive data set are chosen on the held-out runs (by the
         bound they would give at the bound runs' size); the value is lowered by 1e-10 for floating-point error.
         It is a statistical lower bound (valid with probability ``confidence``), not a proven accounting bound.
+        ``gdp_mu_lower`` and ``gdp_epsilon_estimate`` read the same test as Gaussian DP (see the module
+        docstring): a lower bound on ``mu`` and, from it, an estimate (not a bound) of epsilon.
 
     Examples
     --------
@@ -313,10 +415,14 @@ def audit_epsilon(
     holdout = runs // 3
     n_bound = runs - holdout
     alpha_each = (1.0 - confidence) / 2.0  # Bonferroni: the two one-sided bounds fail together w.p. <= 1 - conf.
-    threshold, direction, positive = _choose(s_d[:holdout], s_n[:holdout], n_bound, delta, alpha_each)
-
-    in_d, in_n = _counts(np.sort(s_d[holdout:]), np.sort(s_n[holdout:]), np.array([threshold]), direction)
-    tp, fp = (int(in_d[0]), int(in_n[0])) if positive == "dataset" else (int(in_n[0]), int(in_d[0]))
+    test = _choose(s_d[:holdout], s_n[:holdout], n_bound, _epsilon_objective(n_bound, delta, alpha_each))
+    threshold, direction, positive = test
+    tp, fp = _bound_counts(s_d[holdout:], s_n[holdout:], test)
+    # the Gaussian-DP reading has its own test, chosen on the same held-out runs by the mu it would give
+    gdp_test = _choose(s_d[:holdout], s_n[:holdout], n_bound, _gdp_objective(n_bound, alpha_each))
+    gdp_tp, gdp_fp = _bound_counts(s_d[holdout:], s_n[holdout:], gdp_test)
+    gdp_tpr_lo = float(clopper_pearson_lower(gdp_tp, n_bound, alpha_each))
+    gdp_fpr_up = float(_upper(gdp_fp, n_bound, alpha_each))
     set_form, complement_form, tpr_lo, fpr_up = _epsilon_bounds(tp, fp, n_bound, delta, alpha_each)
     set_value, complement_value = float(set_form), float(complement_form)
     form = "set" if set_value >= complement_value else "complement"
@@ -338,5 +444,9 @@ def audit_epsilon(
         runs=runs,
         delta=delta,
         confidence=confidence,
+        gdp_mu_lower=(mu := gdp_mu_lower(gdp_tpr_lo, gdp_fpr_up)),
+        gdp_epsilon_estimate=gdp_epsilon_estimate(mu, delta),
+        gdp_tpr_lower=gdp_tpr_lo,
+        gdp_fpr_upper=gdp_fpr_up,
     )
 
