@@ -80,6 +80,12 @@ class SparseVectorRunner:
         if not callable(getattr(accountant, "compose", None)):
             raise TypeError(f"`accountant` of {_OWNER} must have a compose(mechanism) method; got {accountant!r}.")
         self._threshold = _validate.real(threshold, "threshold", _OWNER)
+        if mechanism.margin is not None and self._threshold > mechanism.margin:
+            # the non-negative-query bounds grow with the threshold: charging a smaller margin would under-charge
+            raise ValueError(
+                f"`threshold` of {_OWNER} must be at most the `margin` of its SparseVector ({mechanism.margin}), "
+                f"whose RDP bound assumes that threshold; got {self._threshold}."
+            )
         self._stages = _validate.positive_int(stages, "stages", _OWNER)
         check_random_state(random_state, _OWNER)
         self._data = data
