@@ -13,6 +13,7 @@ from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.errors import MissingCapabilityError
 from dpledger.mechanisms.gaussian import GaussianMechanism
 from dpledger.mechanisms.laplace import LaplaceMechanism
+from dpledger.mechanisms.randomized_response import PureDPMechanism
 
 __all__ = ["SparseVector"]
 
@@ -43,7 +44,9 @@ class SparseVector(Mechanism):
     * **Thm 7.2.7**, ``cutoff = c > 1``, finite ``max_length``:
       ``eps_rho(alpha) + c eps_nu(alpha) + (1 + log sum_{k=0}^{c} C(max_length, k)) / (alpha - 1)``;
     * **Lemma 7.1.3** (Lyu et al. 2017, Alg. 1), both noises Laplace, any cutoff and length: pure
-      ``(eps_rho(inf) + c eps_nu(inf))``-DP, hence that RDP at every order;
+      ``eps = eps_rho(inf) + c eps_nu(inf)``-DP, hence the RDP of randomized response with ``p = e^eps / (1 +
+      e^eps)``, which dominates every ``eps``-DP pair (Kairouz, Oh & Viswanath 2015, Thm 2.4;
+      :class:`PureDPMechanism`): at most ``eps`` and ``alpha eps^2 / 2`` (Bun & Steinke 2016, Prop 3.3);
     * **non-negative queries** (``nonnegative_queries=True`` with the public threshold ``margin=T``; both noises
       Gaussian, ``cutoff = 1``, any ``max_length`` including None): on ``Q_+(Delta)``, given ``rho = z``,
       ``E[K | z] <= h(z) = sum_{j=0}^{k_max} Phi((T + z) / sigma_2)^j`` (``1 / (1 - Phi)`` unbounded; thesis
@@ -208,7 +211,9 @@ class SparseVector(Mechanism):
             candidates.append(_logmath.add_up(eps_rho, float(nu.rdp(np.inf))))
         if laplace_nu and type(self.threshold) is LaplaceMechanism:  # Lemma 7.1.3: pure DP
             pure = _logmath.add_up(float(self.threshold.rdp(np.inf)), _logmath.mul_up(float(c), float(nu.rdp(np.inf))))
-            candidates.append(np.full(orders.shape, float(pure)))
+            # an eps-DP mechanism has at most the RDP of randomized response with p = e^eps / (1 + e^eps)
+            # (Kairouz, Oh & Viswanath 2015, Thm 2.4), below eps itself and below alpha eps^2 / 2
+            candidates.append(np.asarray(PureDPMechanism(epsilon=float(pure)).rdp(orders), dtype=np.float64))
         if self._uses_margin():  # Thm 7.2.1 before Holder / (7.2) with the moments of Prop 7.6.5
             candidates.append(self._margin_bound(orders))
         if not candidates:  # the constructor refuses these; kept so that no path returns an unproven value

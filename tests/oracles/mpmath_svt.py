@@ -103,8 +103,20 @@ def svt_bounds(order, rho, nu, cutoff, k_max, delta=1):
         if cutoff == 1 and en_inf != mp.inf:
             out["7.3"] = er + en_inf
         if rho[0] == nu[0] == "laplace":
-            out["7.1.3"] = noise_rdp(rho, mp.inf, delta) + cutoff * en_inf
+            out["7.1.3"] = pure_dp_rdp(order, noise_rdp(rho, mp.inf, delta) + cutoff * en_inf)
         return out
+
+
+def pure_dp_rdp(order, epsilon):
+    """RDP of randomized response with ``p = e^eps / (1 + e^eps)`` (dominates every eps-DP pair; Kairouz, Oh &
+    Viswanath 2015, Thm 2.4), capped at ``eps``."""
+    eps = mp.mpf(epsilon)
+    if order == mp.inf:
+        return eps
+    a = mp.mpf(order)
+    p = mp.exp(eps) / (1 + mp.exp(eps))
+    value = mp.log(p**a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1)
+    return min(value, eps)
 
 
 # ---------------------------------------------------------------- non-negative queries (Def 7.2.4, Prop 7.6.5)
