@@ -213,8 +213,9 @@ def figure_7_1(epsilon=1.0, delta=DELTA, cutoffs=(1, 10, 100), margins=(100.0, 1
             print(rows[-1], flush=True)
     lines = [f"Budget (epsilon, delta) = ({epsilon:g}, {delta:g}); queries q_t = 0; queries processed before the c-th "
              "false positive, c / P(top), given as log10 (a utility proxy; the calibrations are proven bounds).", "",
-             "| T | c | G-SVT Q+ stage-wise sigma_1 | log10 queries | G-SVT Q+ RDP sigma_1 | log10 queries | L-SVT lambda_1 | "
-             "log10 queries | Gaussian mech. log10 queries | *G-SVT conjectured (not a bound) sigma_1* | *log10 queries* |",
+             "| T | c | G-SVT Q+ stage-wise sigma_1 | log10 queries | G-SVT Q+ RDP sigma_1 | log10 queries | "
+             "L-SVT lambda_1 | log10 queries | Gaussian mech. log10 queries | "
+             "*G-SVT conjectured (not a bound) sigma_1* | *log10 queries* |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['T']:g} | {r['c']} | {r['s_stage']:.4g} | {r['n_stage']:.4g} | {r['s_rdp']:.4g} | "
