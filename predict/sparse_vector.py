@@ -11,7 +11,11 @@ threshold with the noise of a :class:`~dpledger.mechanisms.SparseVector` descrip
 
 Privacy: before the first answer of each stage is released, the stage's ``SparseVector`` is composed into the
 ``accountant`` (its RDP, thesis Thm 7.2.1 / 7.2.7 / Lemma 7.1.3, covers every answer the stage can give), so
-nothing is released uncharged; the stages compose as Thms 7.2.9 / 7.2.10 state, through the accountant. A query
+nothing is released uncharged; the accountant composes the stages by RDP. The advanced-composition form of
+Thms 7.2.9 / 7.2.10 (per-stage ``(epsilon', delta')``, optimal composition over the stages), which is smaller for
+many stages, is :func:`dpledger.accountants.stagewise_svt.stagewise_svt_epsilon` ``(mechanism, stages, delta)``:
+a guarantee fixed before the run (it covers every stage the runner may start). With ``mechanism.margin`` set
+(non-negative queries), ``threshold`` must not exceed it. A query
 whose value is not a finite real number (or is negative under ``nonnegative_queries``) is refused before
 anything is charged or drawn. The caller promises that every query has sensitivity ``Delta`` (the noises'
 ``sensitivity``) under add-or-remove-one; that promise cannot be checked here.
@@ -80,6 +84,12 @@ class SparseVectorRunner:
         if not callable(getattr(accountant, "compose", None)):
             raise TypeError(f"`accountant` of {_OWNER} must have a compose(mechanism) method; got {accountant!r}.")
         self._threshold = _validate.real(threshold, "threshold", _OWNER)
+        if mechanism.margin is not None and self._threshold > mechanism.margin:
+            # the non-negative-query bounds grow with the threshold: charging a smaller margin would under-charge
+            raise ValueError(
+                f"`threshold` of {_OWNER} must be at most the `margin` of its SparseVector ({mechanism.margin}), "
+                f"whose RDP bound assumes that threshold; got {self._threshold}."
+            )
         self._stages = _validate.positive_int(stages, "stages", _OWNER)
         check_random_state(random_state, _OWNER)
         self._data = data

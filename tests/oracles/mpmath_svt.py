@@ -103,5 +103,66 @@ def svt_bounds(order, rho, nu, cutoff, k_max, delta=1):
         if cutoff == 1 and en_inf != mp.inf:
             out["7.3"] = er + en_inf
         if rho[0] == nu[0] == "laplace":
-            out["7.1.3"] = noise_rdp(rho, mp.inf, delta) + cutoff * en_inf
+            out["7.1.3"] = pure_dp_rdp(order, noise_rdp(rho, mp.inf, delta) + cutoff * en_inf)
         return out
+
+
+def pure_dp_rdp(order, epsilon):
+    """RDP of randomized response with ``p = e^eps / (1 + e^eps)`` (dominates every eps-DP pair; Kairouz, Oh &
+    Viswanath 2015, Thm 2.4), capped at ``eps``."""
+    eps = mp.mpf(epsilon)
+    if order == mp.inf:
+        return eps
+    a = mp.mpf(order)
+    p = mp.exp(eps) / (1 + mp.exp(eps))
+    value = mp.log(p**a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1)
+    return min(value, eps)
+
+
+# ---------------------------------------------------------------- non-negative queries (Def 7.2.4, Prop 7.6.5)
+def stopping_moment(sigma1, sigma2, margin, gamma, mean=0, k_max=None):
+    """``E_{z ~ N(mean, sigma1^2)}[h(z)^gamma]`` with ``h(z) = sum_{j=0}^{k_max} Phi((margin + z) / sigma2)^j``
+    (``1 / (1 - Phi)`` when ``k_max`` is None), by mpmath quadrature (the bound on ``E[K | rho = z]`` for
+    queries in ``Q_+``)."""
+    with mp.workdps(30):
+        s1, s2, t, g, m = (mp.mpf(v) for v in (sigma1, sigma2, margin, gamma, mean))
+
+        def h(z):
+            cdf = mp.ncdf((t + z) / s2)
+            if k_max is None:
+                return 1 / mp.ncdf(-(t + z) / s2)
+            return mp.fsum(cdf**j for j in range(k_max + 1))
+
+        def integrand(z):
+            return mp.npdf(z, m, s1) * h(z) ** g
+
+        edges = [m + s1 * k for k in range(-40, 81, 4)]
+        return mp.quad(integrand, [-mp.inf] + edges + [mp.inf])
+
+
+def holder_bound(order, sigma1, sigma2, margin, gamma, delta=1, k_max=None):
+    """Thesis (7.2) for Gaussian noises and the ``Q_+`` moment above (mpmath)."""
+    with mp.workdps(30):
+        a, g = mp.mpf(order), mp.mpf(gamma)
+        g_star = g / (g - 1)
+        return ((a - 1 / g_star) / (a - 1) * gaussian_rdp(g_star * a, sigma1, delta)
+                + gaussian_rdp(a, sigma2, 2 * delta)
+                + mp.log(stopping_moment(sigma1, sigma2, margin, gamma, 0, k_max)) / (g * (a - 1)))
+
+
+def tilted_bound(order, sigma1, sigma2, margin, delta=1, k_max=None):
+    """Thm 7.2.1's proof before Holder, Gaussian threshold noise (exact tilt to ``N(alpha Delta, sigma1^2)``)."""
+    with mp.workdps(30):
+        a = mp.mpf(order)
+        return (gaussian_rdp(a, sigma1, delta) + gaussian_rdp(a, sigma2, 2 * delta)
+                + mp.log(stopping_moment(sigma1, sigma2, margin, 1, a * delta, k_max)) / (a - 1))
+
+
+def prop_7_2_5_printed(order, sigma1, sigma2, margin, delta=1):
+    """Prop 7.2.5 as printed (gamma = 2, sigma2 >= sqrt(3) sigma1): ``alpha Delta^2 / sigma1^2 + 2 alpha
+    Delta^2 / sigma2^2 + log(1 + 2 sqrt(3) pi (1 + 9 T^2 / sigma1^2) e^{T^2 / sigma1^2}) / (2 (alpha - 1))``.
+    Not proven (see mechanisms.sparse_vector); kept for comparison only."""
+    with mp.workdps(30):
+        a, s1, s2, t, d = (mp.mpf(v) for v in (order, sigma1, sigma2, margin, delta))
+        moment = 1 + 2 * mp.sqrt(3) * mp.pi * (1 + 9 * t**2 / s1**2) * mp.exp(t**2 / s1**2)
+        return a * d**2 / s1**2 + 2 * a * d**2 / s2**2 + mp.log(moment) / (2 * (a - 1))
