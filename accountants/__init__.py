@@ -15,6 +15,7 @@ from dpledger.accountants.ptr import PTRGuarantee, generalized_ptr_guarantee, hy
 from dpledger.accountants.rdp_accountant import DEFAULT_ORDERS, RDPAccountant
 from dpledger.accountants.report import BoundKind, PrivacyReport
 from dpledger.accountants.risk import RiskReport, membership_advantage, risk_report, true_positive_rate_bound
+from dpledger.accountants.stagewise_svt import StagewiseGuarantee, stagewise_svt_epsilon
 
 __all__ = [
     "RDPAccountant",
@@ -39,4 +40,6 @@ __all__ = [
     "generalized_ptr_guarantee",
     "hyperparameter_selection_guarantee",
     "PATEPTR",
+    "StagewiseGuarantee",
+    "stagewise_svt_epsilon",
 ]

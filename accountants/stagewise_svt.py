@@ -30,7 +30,7 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from dpledger.accountants.rdp_accountant import RDPAccountant
 from dpledger.mechanisms import SparseVector, _validate
@@ -82,6 +82,8 @@ def optimal_composition_epsilon(stage_epsilon: float, stage_delta: float, count:
         return math.inf
     log_target = math.log(-math.expm1(log_rest)) + math.log1p(-1e-6)
     ls = np.arange(count + 1)
+    from scipy import stats  # imported here: scipy.stats costs ~0.5 s at start-up
+
     log_pmf = stats.binom.logpmf(ls, count, 1.0 / (1.0 + math.exp(stage_epsilon)))
     losses = (count - 2.0 * ls) * stage_epsilon
     if _log_delta_rr(0.0, log_pmf, losses) <= log_target:
