@@ -290,12 +290,16 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
     if chernoff_upper <= floor:
         return Bounds(0.0, 0.0, chernoff_upper), None
     tolerance = rtol * delta / 16.0
-    for _ in range(4):
+    # The first plan may take a smaller damping for a shorter period (make_plan's ``shorten``); if it misses the
+    # accuracy, the search starts again from the Chernoff bracket without it.
+    start, shorten = (hi, kappa), True
+    for _ in range(5):
         # Errors shrink as epsilon grows, so a plan made at a lower epsilon holds above it: plan at 0.8 x the
         # Chernoff bracket first (the answer usually lies above), but not more than 3 / kappa below it (the
         # errors grow like e^(kappa (hi - eps))); at the answer itself when re-planning.
         plan_eps = max(0.8 * hi, hi - 3.0 / kappa) if kappa is not None else hi
-        plan = make_plan(lm, sup, plan_eps, tolerance, max_terms=max_terms, kappa=kappa, max_damping=cap)
+        plan = make_plan(lm, sup, plan_eps, tolerance, max_terms=max_terms, kappa=kappa, max_damping=cap,
+                         shorten=shorten)
 
         def log_excess(eps, field):
             return np.log(max(getattr(invert(plan, eps)[0], field), 1e-320)) - log_delta
@@ -312,6 +316,9 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         at_upper, errors = invert(plan, upper)
         if at_upper.upper - at_upper.lower <= rtol * max(at_upper.estimate, 1e-300) or upper == 0.0:
             break
+        if shorten:
+            (hi, kappa), shorten = start, False
+            continue
         # The plan was made for the Chernoff bracket; the errors grow below it. Plan again at the epsilon
         # found (same tolerance); only if that was already done, tighten the tolerance.
         if abs(hi - upper) <= 1e-3 * upper:

@@ -138,6 +138,7 @@ def make_plan(
     kappa: float | None = None,
     max_damping: float = MAX_DAMPING,
     node_log_mgf: Callable[[np.ndarray], np.ndarray] | None = None,
+    shorten: bool = False,
 ) -> InversionPlan:
     """Choose damping, period and number of nodes so that aliasing and truncation at ``epsilon`` are each at
     most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes. The damping
@@ -145,7 +146,11 @@ def make_plan(
 
     ``node_log_mgf``, if given, supplies the values at the nodes instead of ``log_mgf``: the log transform of
     a non-negative part of the loss's law (its aliasing and Chernoff terms are then bounded through the whole
-    law's ``log_mgf``, which dominates it; ``log_mgf_sup`` must bound the part)."""
+    law's ``log_mgf``, which dominates it; ``log_mgf_sup`` must bound the part).
+
+    ``shorten``: try smaller dampings where the upper aliasing bound sets a long period
+    (:func:`_damping_and_period`); their terms are larger, so a caller whose plan then misses its accuracy should
+    plan again without it."""
     # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
     # it are proven whatever it is, so it is floored where its logarithm stays finite.
     tolerance = max(float(tolerance), 1e-300)
@@ -156,16 +161,9 @@ def make_plan(
     # Any damping gives valid bounds; very large ones (light-tailed losses far from their mean) make the
     # tilted integrands extreme and costly, so cap it.
     kappa = float(min(max(kappa, 1e-6), max_damping))
-    log_m_kappa = float(np.real(log_mgf(np.array([kappa], dtype=np.complex128))[0]))
     log_tol = np.log(tolerance / 2.0)
-    # The Chernoff exponent k' > kappa for the upper-tail aliasing: pick the one needing the shortest period.
-    tails = kappa * (1.0 + np.array([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0])) + np.array([0, 0, 0, 0, 0, 0.5, 1.0])
-    log_m_tails = np.real(log_mgf(tails.astype(np.complex128)))
-    periods = (log_m_tails - tails * epsilon - log_tol) / (tails - kappa)
-    best = int(np.nanargmin(np.where(np.isfinite(periods), periods, np.inf)))
-    kappa_tail, log_m_tail, t2 = float(tails[best]), float(log_m_tails[best]), float(periods[best])
-    t1 = -log_tol / kappa
-    period = max(t1, t2) * 1.05  # no floor: a loss on a tiny scale (large damping) needs a short period
+    kappa, log_m_kappa, kappa_tail, log_m_tail, period = _damping_and_period(
+        log_mgf, epsilon, kappa, log_tol, shorten)
     step = 2.0 * np.pi / period
     terms = 64
     while True:
@@ -188,6 +186,53 @@ def make_plan(
         log_sup=float(log_sup),
         log_err_nodes=log_err_nodes,
     )
+
+
+#: Size of the contour sum's largest term (``M(kappa) e^(-kappa eps) / (kappa (1 + kappa))``) allowed, relative to
+#: the tolerance, when a smaller damping is chosen for a shorter period: its float64 rounding (about 1e-13 of it
+#: over the whole sum) then stays below the tolerance.
+_TERM_HEADROOM = np.exp(25.0)
+
+
+def _period(log_mgf, epsilon, kappa, log_tol):
+    """``(period, kappa_tail, log M(kappa_tail), log M(kappa))`` meeting both aliasing bounds at ``kappa``: the
+    lower one ``e^(-kappa T)`` and the upper one through a Chernoff exponent ``k' > kappa`` (the one needing the
+    shortest period)."""
+    log_m_kappa = float(np.real(log_mgf(np.array([kappa], dtype=np.complex128))[0]))
+    tails = kappa * (1.0 + np.array([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0])) + np.array([0, 0, 0, 0, 0, 0.5, 1.0])
+    log_m_tails = np.real(log_mgf(tails.astype(np.complex128)))
+    periods = (log_m_tails - tails * epsilon - log_tol) / (tails - kappa)
+    best = int(np.nanargmin(np.where(np.isfinite(periods), periods, np.inf)))
+    t1 = -log_tol / kappa
+    # no floor: a loss on a tiny scale (large damping) needs a short period
+    return max(t1, float(periods[best])) * 1.05, float(tails[best]), float(log_m_tails[best]), log_m_kappa
+
+
+def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True):
+    """``(kappa, log M(kappa), kappa_tail, log M(kappa_tail), period)``.
+
+    The Chernoff-optimal damping makes the terms smallest, but where the loss has a heavy upper tail (subsampled
+    mechanisms: ``log M`` grows like ``k^2``) the tilt ``e^(kappa L)`` spreads the law over a range far wider than
+    the loss itself, and the upper aliasing bound then asks for a long period, so many nodes (q = 1e-3, sigma = 2,
+    10 steps: period 35 at kappa = 54, 1.5 at kappa = 20). Any damping gives proven bounds, so smaller dampings
+    (halving) are tried while their period is shorter and the largest term stays within ``_TERM_HEADROOM`` of the
+    tolerance (its rounding then stays below it)."""
+    period, kappa_tail, log_m_tail, log_m_kappa = _period(log_mgf, epsilon, kappa, log_tol)
+    best = (kappa, log_m_kappa, kappa_tail, log_m_tail, period)
+    if not shorten or period <= 4.0 * (-log_tol / kappa) * 1.05:  # the lower aliasing bound sets it: no gain
+        return best
+    candidate = kappa
+    for _ in range(8):
+        candidate *= 0.5
+        p, k_tail, m_tail, m_kappa = _period(log_mgf, epsilon, candidate, log_tol)
+        log_term = m_kappa - candidate * epsilon - np.log(candidate * (1.0 + candidate))
+        if not (np.isfinite(p) and log_term <= log_tol + np.log(_TERM_HEADROOM)):
+            break
+        if p < best[4] / 1.2:
+            best = (candidate, m_kappa, k_tail, m_tail, p)
+        elif p > best[4]:
+            break
+    return best
 
 
 def _at_nodes(log_mgf, node_log_mgf, nodes):

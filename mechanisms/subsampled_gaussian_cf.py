@@ -85,7 +85,7 @@ _MAX_NODES = 1 << 21
 #: Largest matrix (entries) built at once by the frequency sums.
 _BLOCK_ENTRIES = 1 << 21
 #: Frequency-node pairs from which the certified non-uniform FFT replaces the matrix products.
-_FFT_WORK = 1 << 16
+_FFT_WORK = 1 << 20
 #: Most frequencies one FFT-path group takes (its histograms hold ~24 x 2K complex numbers; beyond, the ledger's
 #: loss is so narrow that the privacy buckets answer it faster).
 _FFT_MAX_FREQUENCIES = 1 << 17
