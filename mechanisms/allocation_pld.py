@@ -32,11 +32,14 @@ import numpy as np
 
 from dpledger.mechanisms.loss_buckets import LossBuckets, normal_cdf_bounds
 
-__all__ = ["GRID_STEP", "Z_RANGE", "allocation_atoms", "allocation_buckets"]
+__all__ = ["GRID_STEP", "MAX_CELLS", "Z_RANGE", "allocation_atoms", "allocation_buckets", "grid_step"]
 
 #: Grid step of the log-space sums (a power of two). Each of the ``~log2(t) + 2`` levels of sums adds at most one
 #: step to ``L'``: at ``2^-9`` and ``t = 10`` the upper loss is within about 0.01 of the exact one.
 GRID_STEP = 2.0**-9
+#: Most grid points of one summand's ``log X``: where ``2 Z_RANGE mu / GRID_STEP`` would exceed it (small noise),
+#: the step is the smallest power of two that keeps within it (the sums cost quadratic time in the points).
+MAX_CELLS = 8192
 #: Standard-normal range resolved by the grid; beyond it the rounding described in the module docstring.
 Z_RANGE = 8.5
 _FLOAT = 1e-9
@@ -122,6 +125,12 @@ def _sum_of(x, count, h, up):
     return result
 
 
+def grid_step(mu: float) -> float:
+    """The grid step used for ``mu``: :data:`GRID_STEP`, or coarser (a power of two) to keep :data:`MAX_CELLS`."""
+    width = 2.0 * Z_RANGE * mu
+    return max(GRID_STEP, 2.0 ** math.ceil(math.log2(width / MAX_CELLS)))
+
+
 @functools.lru_cache(maxsize=16)
 def allocation_atoms(mu: float, steps: int, h: float = GRID_STEP) -> dict:
     """Atoms of the rounded ``log S`` for both measures and both roundings (module docstring), cached.
@@ -152,9 +161,11 @@ def _bucket_sums(values, masses, edges, side):
     return np.bincount(idx, weights=masses, minlength=edges.size + 1)
 
 
-def allocation_buckets(mu: float, steps: int, edges: np.ndarray, remove: bool, h: float = GRID_STEP) -> LossBuckets:
-    """:class:`mechanisms.loss_buckets.LossBuckets` of random allocation's Gaussian pair (module docstring)."""
-    atoms = allocation_atoms(float(mu), int(steps), float(h))
+def allocation_buckets(mu: float, steps: int, edges: np.ndarray, remove: bool, h: float | None = None) -> LossBuckets:
+    """:class:`mechanisms.loss_buckets.LossBuckets` of random allocation's Gaussian pair (module docstring); the
+    grid step ``h`` defaults to :func:`grid_step`."""
+    h = grid_step(float(mu)) if h is None else float(h)
+    atoms = allocation_atoms(float(mu), int(steps), h)
     log_t = math.log(steps)
     slack = 1e-12
     edges = np.asarray(edges, dtype=np.float64)

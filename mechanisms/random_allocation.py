@@ -55,7 +55,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from dpledger.mechanisms import _validate
-from dpledger.mechanisms.allocation_pld import allocation_atoms, allocation_buckets
+from dpledger.mechanisms.allocation_pld import allocation_atoms, allocation_buckets, grid_step
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import SelfComposed
 from dpledger.mechanisms.loss_buckets import LossBuckets
@@ -351,7 +351,7 @@ class AllocationPair(Mechanism):
                                   direction is Direction.REMOVE)
 
     def _log_mgf(self, s):
-        logs, masses, _, _ = allocation_atoms(self._mu(), self.steps)["P", "up"]
+        logs, masses, _, _ = allocation_atoms(self._mu(), self.steps, grid_step(self._mu()))["P", "up"]
         loss = logs - math.log(self.steps)
         with np.errstate(divide="ignore"):
             a = np.log(masses)[None, :] + s[:, None] * loss[None, :]
