@@ -100,9 +100,17 @@ def _combine(a, b, h, up):
     c = _shifts(n, h, up)
     out = np.zeros(n + int(c[0]) + 1)
     out[c[0] : c[0] + n] += aa * bb
-    for d in range(1, n):
+    # from d_tail on the shift is constant (c(d) decreases to 1 when rounding up, 0 when down): those pairs are
+    # summed at once with prefix sums (non-negative terms, no cancellation): out[i + c] += a_i B(i - d_tail) + ...
+    changes = np.flatnonzero(c != c[-1])
+    d_tail = max(int(changes[-1]) + 1 if changes.size else 1, 1)
+    for d in range(1, d_tail):
         cd = int(c[d])
         out[d + cd : n + cd] += aa[d:] * bb[: n - d] + bb[d:] * aa[: n - d]
+    if d_tail < n:
+        ct = int(c[-1])
+        ca, cb = np.cumsum(aa), np.cumsum(bb)
+        out[d_tail + ct : n + ct] += aa[d_tail:] * cb[: n - d_tail] + bb[d_tail:] * ca[: n - d_tail]
     if up:
         special = asp * (bm.sum() + bsp) + am.sum() * bsp
     else:  # a zero summand leaves the other one
