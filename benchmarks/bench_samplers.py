@@ -1,12 +1,14 @@
 """Accounting for the sampler that was actually used (issue 19): tightness and speed, printed as markdown.
 
-1. Fixed-size batches without replacement, replace-one: dpledger's Wang-Balle-Kasiviswanathan Thm 9 curve
-   (``SampledWithoutReplacement.replace_one_rdp``, any base), converted by dpledger's RDP conversion, against
+1. Fixed-size batches without replacement, replace-one: dpledger's ``SampledWithoutReplacement.replace_one_rdp``
+   (Wang-Balle-Kasiviswanathan Thm 9 for any base, and for a Gaussian base the minimum with their Thm 27,
+   computed in exact interval arithmetic), converted by dpledger's RDP conversion, against
    dp_accounting's ``RdpAccountant(REPLACE_ONE)`` for the same ``SampledWithoutReplacementDpEvent`` (WBK19 Thm 27,
    Gaussian only). Also dpledger's add-or-remove-one value (thesis Thm 3.3.5(2), Fourier accountant), which is a
    different relation and shown for reference.
-2. Random allocation (one of t steps per epoch, Gaussian noise 1.1, delta 1e-5): dpledger's proven RDP upper bound
-   and proven lower bound, against Poisson sampling at rate 1/t (both accountants) and the published interval.
+2. Random allocation (one of t steps per epoch, Gaussian noise 1.1, delta 1e-5): dpledger's proven RDP upper bound,
+   the Fourier accountant's proven interval (privacy buckets of ``AllocationPair``) and a proven lower bound,
+   against Poisson sampling at rate 1/t (both accountants) and the published interval.
 3. Fixed-size batches with replacement: the RDP bound against sampling without replacement (looseness on record).
 
 Run with ``python -m benchmarks.bench_samplers``.
@@ -25,6 +27,7 @@ from dpledger.mechanisms import (
     SampledWithoutReplacement,
     SampledWithReplacement,
 )
+from dpledger.mechanisms.fixed_size_sampling import replace_one_rdp
 
 DELTA = 1e-5
 
@@ -41,35 +44,47 @@ def _dp_accounting_wor(sigma, b, n, steps):
 
 
 def without_replacement():
-    rows = ["| sigma | b / n | steps | dpledger replace-one (WBK19 Thm 9) | dp_accounting replace-one (Thm 27) "
-            "| ratio | dpledger add-or-remove (Thm 3.3.5(2), Fourier) |", "|---|---|---|---|---|---|---|"]
+    rows = ["| sigma | b / n | steps | dpledger replace-one (WBK19 Thm 9 and Thm 27) | time | Thm 9 only "
+            "| dp_accounting replace-one (Thm 27) | ratio | dpledger add-or-remove (Thm 3.3.5(2), Fourier) |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for sigma, b, n, steps in [(1.1, 256, 60_000, 14_063), (1.1, 100, 10_000, 1000), (2.0, 1000, 50_000, 5000),
-                               (0.8, 64, 1000, 500), (4.0, 512, 60_000, 2000)]:
+                               (0.8, 64, 1000, 500), (4.0, 512, 60_000, 2000), (8.0, 600, 60_000, 3000),
+                               (3.0, 5000, 50_000, 500), (10.0, 2000, 10_000, 200), (1.5, 2500, 50_000, 1000),
+                               (0.6, 200, 100_000, 5000), (6.0, 64, 1000, 1000), (20.0, 5000, 10_000, 100)]:
         m = SampledWithoutReplacement(GaussianMechanism(sigma=sigma), batch_size=b, dataset_size=n)
-        curve = CustomRDPMechanism(m.replace_one_rdp, name="replace-one WBK19 Thm 9")
+        start = time.perf_counter()
+        curve = CustomRDPMechanism(m.replace_one_rdp, name="replace-one WBK19 Thm 9 / Thm 27")
         ours = RDPAccountant().compose(curve, count=steps).get_epsilon(DELTA)
+        elapsed = time.perf_counter() - start
+        thm9 = CustomRDPMechanism(lambda a, g=sigma, q=b / n: replace_one_rdp(a, q, GaussianMechanism(sigma=g).rdp),
+                                  name="replace-one WBK19 Thm 9")
+        only9 = RDPAccountant().compose(thm9, count=steps).get_epsilon(DELTA)
         theirs = _dp_accounting_wor(sigma, b, n, steps)
         add_remove = FourierAccountant().compose(m, count=steps).get_epsilon(DELTA)
-        ratio = "n/a" if theirs is None else f"{ours / theirs:.4f}"
-        rows.append(f"| {sigma} | {b}/{n} | {steps} | {ours:.4f} | "
+        ratio = "n/a" if theirs is None else f"{ours / theirs:.6f}"
+        rows.append(f"| {sigma} | {b}/{n} | {steps} | {ours:.4f} | {elapsed:.2f} s | {only9:.4f} | "
                     f"{'not installed' if theirs is None else f'{theirs:.4f}'} | {ratio} | {add_remove:.4f} |")
     return "\n".join(rows)
 
 
 def random_allocation():
-    rows = ["| steps t | epochs | dpledger RDP upper (proven) | time | proven lower | Poisson 1/t RDP | "
-            "Poisson 1/t Fourier | published |", "|---|---|---|---|---|---|---|---|"]
+    rows = ["| steps t | epochs | dpledger RDP upper (proven) | time | Fourier / privacy buckets of AllocationPair "
+            "[lower, upper] (proven) | time | lower (test) | Poisson 1/t RDP | Poisson 1/t Fourier | published |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for t, epochs, published in [(10, 10, "[5.11, 5.20]"), (100, 100, "-")]:
         start = time.perf_counter()
         m = RandomAllocation(GaussianMechanism(sigma=1.1), steps=t)
         upper = RDPAccountant().compose(m, count=epochs).get_epsilon(DELTA)
         elapsed = time.perf_counter() - start
+        start = time.perf_counter()
+        pld = FourierAccountant().compose(m, count=epochs).epsilon_bounds(DELTA)
+        pld_time = time.perf_counter() - start
         lower = m.epsilon_lower_bound(DELTA, epochs=epochs)
         poisson = PoissonSubsampled(GaussianMechanism(sigma=1.1), sampling_probability=1.0 / t)
         p_rdp = RDPAccountant().compose(poisson, count=t * epochs).get_epsilon(DELTA)
         p_fourier = FourierAccountant().compose(poisson, count=t * epochs).get_epsilon(DELTA)
-        rows.append(f"| {t} | {epochs} | {upper:.4f} | {elapsed:.2f} s | {lower:.4f} | {p_rdp:.4f} | "
-                    f"{p_fourier:.4f} | {published} |")
+        rows.append(f"| {t} | {epochs} | {upper:.4f} | {elapsed:.2f} s | [{pld.lower:.4f}, {pld.upper:.4f}] | "
+                    f"{pld_time:.2f} s | {lower:.4f} | {p_rdp:.4f} | {p_fourier:.4f} | {published} |")
     return "\n".join(rows)
 
 

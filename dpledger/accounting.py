@@ -88,8 +88,9 @@ def _checked_part(report):
 _SUBSTITUTES = {
     "SubsampledScreening": "subsampled screening through its dominating pair, the subsampled Gaussian with "
     "sensitivity 1",
-    "RandomAllocation": "random allocation through its un-amplified dominating pair (the base composed once per "
-    "selection; the RDP accountant has the amplified bound)",
+    "RandomAllocation": "random allocation through its dominating pair: for a Gaussian base with one selection the "
+    "amplified pair's proven loss buckets (AllocationPair), otherwise the un-amplified pair (the base composed once "
+    "per selection; the RDP accountant has the amplified bound)",
 }
 
 

@@ -41,19 +41,37 @@ from numpy.typing import ArrayLike
 from dpledger.mechanisms import _validate
 from dpledger.mechanisms._logmath import EPS, ROUNDING, log_binom, log_expm1
 from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.gaussian import GaussianMechanism
+from dpledger.mechanisms.gaussian_moments import log_gaussian_binomial_moments
 from dpledger.mechanisms.loss_buckets import LossBuckets
 from dpledger.mechanisms.relations import Direction
 from dpledger.mechanisms.subsampled import PoissonSubsampled
 from dpledger.mechanisms.subsampled_rdp import chord_rdp, pure_dp_bound
 
-__all__ = ["SampledWithoutReplacement", "replace_one_rdp"]
+__all__ = ["SampledWithoutReplacement", "replace_one_gaussian_rdp", "replace_one_rdp"]
 
 #: Integer orders above this use only the order-free caps in :func:`replace_one_rdp` (the sum has alpha terms).
 REPLACE_ONE_MAX_ORDER = 4096
 
 
-def _integer_replace_one_rdp(orders, gamma, rdp):
-    """Thm 9 of Wang, Balle & Kasiviswanathan 2019 at integer orders >= 2 (see :func:`replace_one_rdp`)."""
+def _gaussian_brackets(c: fractions.Fraction, top: int) -> np.ndarray:
+    """WBK19 Thm 27's bracket for ``j = 2..top`` (log, rounded up; ``inf`` beyond the moment table): for ``j = 2``
+    ``4 (e^(2c) - 1) = 4 Delta^2 g(0)``, for ``j >= 3`` ``4 sqrt(Delta^(2 floor(j/2)) g(0) Delta^(2 ceil(j/2)) g(0))``
+    (:mod:`mechanisms.gaussian_moments`). The caller takes the minimum with Thm 9's bracket."""
+    moments = log_gaussian_binomial_moments(c)
+    js = np.arange(2, top + 1)
+    out = np.full(js.shape, np.inf)
+    usable = 2 * ((js + 1) // 2) < moments.size
+    lo = moments[2 * (js[usable] // 2)]
+    hi = moments[2 * ((js[usable] + 1) // 2)]
+    out[usable] = (np.log(4.0) + 0.5 * (lo + hi)) * (1.0 + ROUNDING) + ROUNDING
+    return out
+
+
+def _integer_replace_one_rdp(orders, gamma, rdp, gaussian_c=None):
+    """Thm 9 of Wang, Balle & Kasiviswanathan 2019 at integer orders >= 2 (see :func:`replace_one_rdp`); with
+    ``gaussian_c`` (the Gaussian batch mechanism's ``sensitivity^2 / (2 sigma^2)``, exact) each bracket is also
+    capped by Thm 27's (see :func:`replace_one_gaussian_rdp`)."""
     orders = np.asarray(orders, dtype=np.float64)
     out = np.full(orders.shape, np.inf)
     eps_inf = float(rdp(np.array([np.inf]))[0])
@@ -72,6 +90,8 @@ def _integer_replace_one_rdp(orders, gamma, rdp):
         # j >= 3: e^((j - 1) eps(j)) min{2, (e^eps(inf) - 1)^j}
         rest = (js - 1.0) * eps_j + np.minimum(np.log(2.0), js * log_e_inf)
         rest[0] = two
+        if gaussian_c is not None:
+            rest = np.minimum(rest, _gaussian_brackets(gaussian_c, top))
         base_terms = js * log_g + rest
         for idx in np.flatnonzero(direct):
             a = float(orders[idx])
@@ -131,6 +151,66 @@ def replace_one_rdp(orders: ArrayLike, gamma: float, rdp: Callable[[np.ndarray],
     """
     gamma = _validate.probability(gamma, "gamma", "replace_one_rdp")
     orders = _validate.orders_array(orders, "replace_one_rdp").reshape(-1)
+    return _replace_one(orders, gamma, rdp, None)
+
+
+def replace_one_gaussian_rdp(orders: ArrayLike, gamma: float, sigma: float, sensitivity: float = 1.0) -> np.ndarray:
+    """RDP upper bound of the Gaussian mechanism ``N(f(T), sigma^2 I)`` (``||f(T) - f(T')|| <= sensitivity`` for
+    batches differing in one record) on a batch of ``b = gamma n`` records drawn without replacement from ``n``,
+    under **replace-one**: Wang, Balle & Kasiviswanathan 2019, Thm 27 (their subsampled-Gaussian refinement of
+    Thm 9, the bound dp_accounting's RDP accountant uses for this event), at the minimum with everything
+    :func:`replace_one_rdp` proves.
+
+    With ``c = sensitivity^2 / (2 sigma^2)``, ``g(k) = exp(k (k - 1) c) = e^((k-1) eps(k))`` and the forward
+    differences ``Delta^m g(0) = E_Q[(P/Q - 1)^m]`` (:mod:`mechanisms.gaussian_moments`), at integer ``alpha``::
+
+        (alpha - 1) eps'(alpha) <= log(1 + gamma^2 C(alpha, 2) min{4 (e^(2c) - 1), 2 e^(2c)}
+                       + sum_{j=3}^{alpha} gamma^j C(alpha, j) min{4 sqrt(Delta^(2 floor(j/2)) g(0)
+                                                                          Delta^(2 ceil(j/2)) g(0)),
+                                                                  2 e^((j-1) eps(j))})
+
+    termwise at most Thm 9's series for the Gaussian (whose ``eps(inf)`` is infinite), so the minimum with
+    :func:`replace_one_rdp` is taken term by term; the moments are enclosed in exact interval arithmetic and
+    rounded up, and terms with ``j`` beyond ``gaussian_moments.MOMENT_MAX_ORDER`` use Thm 9's bracket.
+    Non-integer orders: the chord between integer orders (WBK19 Cor 10). The formula was transcribed from
+    dp_accounting's implementation (``_compute_rdp_sample_wor_gaussian_int``, which cites Thm 27); this code is
+    independent of it and is tested against the exact Renyi divergence of tiny instances (mpmath).
+
+    Parameters
+    ----------
+    orders : array_like of float
+        Orders in (1, inf].
+    gamma : float
+        ``b / n`` in [0, 1].
+    sigma : float
+        Standard deviation of the noise, > 0.
+    sensitivity : float
+        Replace-one L2 sensitivity of ``f`` on the batch, > 0.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Upper bounds, rounded up; ``inf`` at ``alpha = inf``.
+
+    Examples
+    --------
+    >>> a = replace_one_gaussian_rdp([16.0], 512 / 60_000, sigma=4.0)
+    >>> b = replace_one_rdp([16.0], 512 / 60_000, GaussianMechanism(sigma=4.0).rdp)
+    >>> bool(a[0] < b[0])
+    True
+    """
+    owner = "replace_one_gaussian_rdp"
+    gamma = _validate.probability(gamma, "gamma", owner)
+    orders = _validate.orders_array(orders, owner).reshape(-1)
+    base = GaussianMechanism(sigma=sigma, sensitivity=sensitivity)
+    c = fractions.Fraction(base.sensitivity) ** 2 / (2 * fractions.Fraction(base.sigma) ** 2)
+    if not c > 1e-300:  # a noiseless-looking or absurdly noisy pair: Thm 9 alone
+        return _replace_one(orders, gamma, base.rdp, None)
+    return _replace_one(orders, gamma, base.rdp, c)
+
+
+def _replace_one(orders, gamma, rdp, gaussian_c):
+    """:func:`replace_one_rdp` (and Thm 27's brackets with ``gaussian_c``) on validated inputs."""
     base = np.asarray(rdp(orders), dtype=np.float64)
     if gamma == 0.0:
         return np.zeros(orders.shape)
@@ -141,7 +221,7 @@ def replace_one_rdp(orders: ArrayLike, gamma: float, rdp: Callable[[np.ndarray],
     if finite_order.any():
 
         def integer_curve(ints):
-            return _integer_replace_one_rdp(ints, gamma, rdp)
+            return _integer_replace_one_rdp(ints, gamma, rdp, gaussian_c)
 
         fin = orders[finite_order]
         integer = fin == np.round(fin)
@@ -210,9 +290,17 @@ class SampledWithoutReplacement(Mechanism):
 
     def replace_one_rdp(self, orders: ArrayLike) -> np.ndarray:
         """RDP upper bound under **replace-one** (``n`` records on both sides): :func:`replace_one_rdp` of the batch
-        mechanism's curve (Wang, Balle & Kasiviswanathan 2019, Thm 9). Not an add-or-remove-one curve."""
+        mechanism's curve (Wang, Balle & Kasiviswanathan 2019, Thm 9), and for a ``GaussianMechanism`` batch
+        mechanism :func:`replace_one_gaussian_rdp` (their Thm 27, never above Thm 9). Not an add-or-remove-one
+        curve."""
         arr = _validate.orders_array(orders, "SampledWithoutReplacement.replace_one_rdp")
-        return replace_one_rdp(arr.reshape(-1), self.sampling_probability, self.mechanism.rdp).reshape(arr.shape)[()]
+        gamma = self.sampling_probability
+        if type(self.mechanism) is GaussianMechanism:  # Thm 27 is proven for the Gaussian mechanism itself only
+            g = self.mechanism
+            values = replace_one_gaussian_rdp(arr.reshape(-1), gamma, g.sigma, g.sensitivity)
+        else:
+            values = replace_one_rdp(arr.reshape(-1), gamma, self.mechanism.rdp)
+        return values.reshape(arr.shape)[()]
 
     # ---------------------------------------------- add-or-remove-one: the Poisson pairs of thesis Thm 3.3.5(2)
     def _rdp(self, orders):

@@ -30,7 +30,13 @@ What is computed from it:
   "at least ``c`` of ``E`` epochs have a step output above ``tau``" is a proven lower bound on ``delta(eps)``
   (:meth:`RandomAllocation.epsilon_lower_bound`).
 
-Feldman & Shenfeld's amplified (epsilon, delta) bounds are not implemented: their constants were not verified here.
+* **privacy-loss distribution, Gaussian base, k = 1** (characteristic-function accountant):
+  :meth:`RandomAllocation.dominating_mechanism` is :class:`AllocationPair`, the pair above described by proven
+  loss buckets (:mod:`mechanisms.allocation_pld`: the loss is ``log`` of a sum of independent lognormals, summed
+  in log space on a grid with every rounding in the safe direction), composed over epochs by the privacy
+  buckets (connect-the-dots upper bound, rounded-down lower bound). This is the numerical privacy-loss-distribution
+  analysis of the same pair Feldman & Shenfeld 2025 study; their closed-form (epsilon, delta) bounds and their
+  decomposition are not implemented (their constants were not verified here).
 
 **Shuffled batches** (a random permutation per epoch cut into fixed-size batches): within an epoch the batches are
 dependent and, under add-or-remove, removing a record shifts the batch boundaries of the others; no tight upper
@@ -49,14 +55,26 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from dpledger.mechanisms import _validate
+from dpledger.mechanisms.allocation_pld import allocation_atoms, allocation_buckets, grid_step
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import SelfComposed
+from dpledger.mechanisms.loss_buckets import LossBuckets
+from dpledger.mechanisms.relations import Direction
 from dpledger.mechanisms.subsampled_rdp import chord_rdp
 
-__all__ = ["RandomAllocation", "shuffled_epsilon_lower_bound", "allocation_remove_rdp", "allocation_add_rdp_upper"]
+__all__ = [
+    "AllocationPair",
+    "RandomAllocation",
+    "allocation_add_rdp_upper",
+    "allocation_remove_rdp",
+    "shuffled_epsilon_lower_bound",
+]
 
 #: Largest integer order at which the amplified Gaussian bounds are computed (the un-amplified bound beyond).
 MAX_AMPLIFIED_ORDER = 256
+#: Largest number of steps for which the amplified pair (:class:`AllocationPair`) is offered to the
+#: characteristic-function accountant (its log-space sums cost about ``log2(steps)`` quadratic passes).
+MAX_PAIR_STEPS = 4096
 #: Relative slack added to every sum of positive float64 terms before its logarithm (covers rounding).
 _SLACK = 1e-8
 
@@ -265,7 +283,11 @@ class RandomAllocation(Mechanism):
         return RandomAllocation(core, steps=self.steps, selections=self.selections), min(1.0, total)
 
     def dominating_mechanism(self) -> Mechanism:
-        """The un-amplified pair: ``selections`` compositions of the base's dominating mechanism."""
+        """For a Gaussian base with ``selections = 1``: :class:`AllocationPair`, the amplified pair with proven
+        loss buckets (the characteristic-function accountant composes it by its privacy buckets). Otherwise the
+        un-amplified pair: ``selections`` compositions of the base's dominating mechanism."""
+        if self._amplified() and self.steps <= MAX_PAIR_STEPS:
+            return AllocationPair(mechanism=self.mechanism, steps=self.steps)
         base = self.mechanism.dominating_mechanism()
         return base if self.selections == 1 else SelfComposed(base, count=self.selections)
 
@@ -277,6 +299,64 @@ class RandomAllocation(Mechanism):
         if self._mu() is None:
             raise _missing("epsilon_lower_bound", "a Gaussian base")
         return _epsilon_lower_bound(self._mu(), self.steps, self.selections, epochs, delta)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AllocationPair(Mechanism):
+    """The dominating pair of random allocation of one of ``steps`` runs of a Gaussian ``mechanism``, described
+    by proven privacy-loss buckets (:mod:`mechanisms.allocation_pld`): what the characteristic-function
+    accountant composes for :class:`RandomAllocation` (its privacy buckets; connect-the-dots upper bound).
+
+    ``rdp`` is :class:`RandomAllocation`'s proven bound. Its ``log_mgf`` is that of the rounded-up removal loss
+    (mirrored for addition): used only where a ledger mixes it with mechanisms that have no loss buckets, and then
+    labelled an estimate (``log_mgf_is_proven`` is False).
+    """
+
+    mechanism: Mechanism
+    steps: int
+
+    log_mgf_is_proven = False
+    log_mgf_is_closed_form = False
+
+    def __post_init__(self):
+        owner = "AllocationPair"
+        if not isinstance(self.mechanism, Mechanism) or self.mechanism.gaussian_loss_noise_multiplier() is None:
+            raise TypeError(f"`mechanism` of {owner} must have a Gaussian privacy loss; got {self.mechanism!r}.")
+        object.__setattr__(self, "steps", _validate.integer(self.steps, "steps", owner, minimum=2))
+
+    @property
+    def children(self) -> tuple[Mechanism, ...]:
+        return (self.mechanism,)
+
+    @property
+    def rdp_is_proven(self) -> bool:
+        return self.mechanism.rdp_is_proven
+
+    def _mu(self):
+        return 1.0 / self.mechanism.gaussian_loss_noise_multiplier()
+
+    def _rdp(self, orders):
+        return RandomAllocation(self.mechanism, steps=self.steps)._rdp(orders)
+
+    @property
+    def has_loss_buckets(self) -> bool:
+        return True
+
+    @property
+    def loss_is_discrete(self) -> bool:
+        return True
+
+    def loss_buckets(self, edges: ArrayLike, direction: Direction) -> LossBuckets:
+        return allocation_buckets(self._mu(), self.steps, np.asarray(edges, dtype=np.float64),
+                                  direction is Direction.REMOVE)
+
+    def _log_mgf(self, s):
+        logs, masses, _, _ = allocation_atoms(self._mu(), self.steps, grid_step(self._mu()))["P", "up"]
+        loss = logs - math.log(self.steps)
+        with np.errstate(divide="ignore"):
+            a = np.log(masses)[None, :] + s[:, None] * loss[None, :]
+        peak = a.real.max(axis=1, keepdims=True)
+        return (peak[:, 0] + np.log(np.exp(a - peak).sum(axis=1))).astype(np.complex128)
 
 
 def _missing(what, need):

@@ -95,12 +95,12 @@ def test_add_or_remove_curves_are_the_poisson_pairs_at_rate_b_over_n():
 def test_replace_one_bound_is_the_published_theorem_9_value_and_never_below_dp_accounting():
     """autodp's ``compose_subsampled_mechanism`` (Thm 9, its default) for sigma = 1.1, gamma = 0.01, read off with
     autodp 0.2 (numbers recorded here); dp_accounting's subsampled-Gaussian version (WBK19 Thm 27, valid only for
-    the Gaussian) is at most ours wherever ours is not capped by the unsampled curve."""
-    m = SampledWithoutReplacement(GaussianMechanism(sigma=1.1), batch_size=100, dataset_size=10_000)
+    the Gaussian) is at most the Thm 9 function's value wherever that is not capped by the unsampled curve. (The
+    Gaussian mechanism's own ``replace_one_rdp`` also uses Thm 27: tests/mechanisms/test_replace_one_gaussian.py.)"""
     orders = [2.0, 3.0, 4.0, 8.0, 16.0, 32.0]
     autodp_values = [0.0004569322693074045, 0.0006970023520156887, 0.0009455028197419964, 0.002042153123842926,
                      1.7460409811472597, 8.491776020153317]
-    values = m.replace_one_rdp(orders)
+    values = replace_one_rdp(orders, 0.01, GaussianMechanism(sigma=1.1).rdp)
     assert np.all(values >= autodp_values)
     assert_allclose(values, autodp_values, rtol=1e-9)
     rdp_module = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
