@@ -30,8 +30,10 @@ def _kill_and_wait(actor, attempts=200):
     for _ in range(attempts):
         try:
             ray.get(actor.ping.remote(), timeout=60)
-        except ray.exceptions.RayActorError:
+        except ray.exceptions.ActorDiedError:
             return
+        except ray.exceptions.RayActorError:  # unavailable (being killed), not yet reported dead
+            pass
         time.sleep(0.05)
     pytest.fail(f"the actor still answered {attempts} pings after ray.kill")
 
