@@ -3,8 +3,9 @@
 Each shard of a sharded :class:`~predict.ind_knn.IndKNNClassifier` keeps its records' budgets durable so that a
 restarted shard never gets fresher budgets than those behind any returned release (DESIGN.md rule 8). Rewriting
 the whole budget array after every query block costs ``O(records)`` bytes per block; instead a block *appends*
-the new state of the records it touched to a log and ``fsync``-s it before any label of the block is returned,
-and the log is folded into a full snapshot (compaction) once it is as large as the snapshot itself.
+the new state of the records it touched to a log and ``fsync``-s it before any label of the block is returned;
+when the log would grow as large as a full snapshot, the shard writes a snapshot instead and starts a new log
+(compaction; :data:`~predict.shard_state.COMPACT_FACTOR`).
 
 Files of shard ``s`` (in the snapshot directory)
 -----------------------------------------------
@@ -44,11 +45,14 @@ import numpy as np
 
 from dpledger.mechanisms.errors import DPLedgerError
 
-__all__ = ["BudgetLog", "CorruptLogError", "LogRecord", "apply_records", "log_path", "read_log", "write_atomic"]
+__all__ = ["LOG_HEADER", "LOG_ROW", "BudgetLog", "CorruptLogError", "LogRecord", "apply_records", "log_path",
+           "read_log", "write_atomic"]
 
 MAGIC = b"DPWL"
 _HEADER = struct.Struct("<4sQQIII")  # magic, generation, sequence, payload bytes, payload CRC, header CRC
 _ROW = 8 + 8 + 1  # int64 index, float64 spend, uint8 flags
+#: Bytes of a record's header, and per record it holds.
+LOG_HEADER, LOG_ROW = _HEADER.size, _ROW
 RETIRED, REMOVED = 1, 2
 
 

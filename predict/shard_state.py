@@ -25,6 +25,8 @@ from dpledger.predict.ind_knn_steps import count_step, vote_step
 from dpledger.predict.lsh import LSHSearch
 from dpledger.predict.neighbours import ExactSearch, prepare_points
 from dpledger.predict.shard_log import (
+    LOG_HEADER,
+    LOG_ROW,
     BudgetLog,
     CorruptLogError,
     apply_records,
@@ -43,8 +45,9 @@ _FILTER_KEYS = ("format", "version", "budget", "accounting", "rtol", "spent", "r
 
 
 # -------------------------------------------------------------------------------------------------- files
-#: A shard folds its budget log into a full snapshot once the log holds this many times the bytes of a snapshot
-#: (about 10 bytes a record): the log then never costs more than one snapshot to write or to replay.
+#: A shard writes a full snapshot instead of a log record once its log would hold this many times the bytes of a
+#: snapshot (about 10 bytes a record): the log then never costs more than one snapshot to replay, and a block that
+#: touches most records costs one snapshot, as before the log.
 COMPACT_FACTOR = 1.0
 
 
@@ -161,13 +164,15 @@ class ShardState:
             fsync_directory(self._dir)
 
     def _durable(self, local):
-        """Append the state of records ``local`` to the log (``fsync``-ed on return); compact a long log."""
+        """Make the budgets of records ``local`` durable before returning: one log record (``fsync``-ed), or, when
+        the log would reach :data:`COMPACT_FACTOR` times a snapshot's size, a new snapshot instead (it holds
+        these changes too, and costs no more than logging them and compacting after)."""
         local = np.unique(np.concatenate([np.zeros(0, dtype=np.intp), *local]) if isinstance(local, list) else local)
-        if local.size:
+        if self._log.size + LOG_HEADER + LOG_ROW * local.size >= COMPACT_FACTOR * (10 * self._y.size + 256):
+            self._compact()
+        elif local.size:
             f = self._filter
             self._log.append(local, f.spent_at(local), f.retired[local], f.removed[local])
-        if self._log.size >= COMPACT_FACTOR * (10 * self._y.size + 256):
-            self._compact()
 
     def _restore(self):
         with np.load(self._records_path, allow_pickle=False) as rec:

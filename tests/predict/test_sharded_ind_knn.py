@@ -198,7 +198,8 @@ def _arm_crash_during_append(shard):
 
 
 def _no_compaction(shard):
-    """Run in the shard's actor process: keep every log record (no compaction), so the test can damage one."""
+    """Run in the shard's actor process: log every block (no snapshot in between), so the test can tear or damage
+    a log record."""
     from dpledger.predict import shard_state
 
     shard_state.COMPACT_FACTOR = 1e9
@@ -216,6 +217,7 @@ def test_torn_log_is_not_durable_and_damaged_log_is_refused(tmp_path):
     assert np.array_equal(one.predict(Q[:16]), many.predict(Q[:16]))
     acknowledged = many.filter_.spent
     cluster = many._cluster
+    ray.get(cluster._actors[1].__ray_call__.remote(_no_compaction))  # its next block is a log append
     ray.get(cluster._actors[1].__ray_call__.remote(_arm_crash_during_append))
     with pytest.raises(ShardFailureError, match="none of the 16 queries"):
         many.predict(Q[16:32])
