@@ -108,21 +108,25 @@ def durability_table(sizes, touched, tmp):
         filt = IndividualRenyiFilter(1.0, n)
         state = {f"filter_{k}": np.asarray(v) for k, v in filt.state_dict().items()}
         path = os.path.join(tmp, f"snap-{n}.npz")
-        t0 = time.perf_counter()
-        for _ in range(3):
+        snaps = []
+        for _ in range(5):
+            t0 = time.perf_counter()
             write_atomic(path, state)
-        snap_s = (time.perf_counter() - t0) / 3
+            snaps.append(time.perf_counter() - t0)
+        snap_s = float(np.median(snaps))
         idx = np.sort(rng.choice(n, size=min(touched, n), replace=False))
         log = BudgetLog(os.path.join(tmp, f"log-{n}.wal"), 1)
-        t0 = time.perf_counter()
-        for _ in range(20):
+        appends = []
+        for _ in range(25):
+            t0 = time.perf_counter()
             log.append(idx, np.full(idx.size, 0.5), np.zeros(idx.size, bool), np.zeros(idx.size, bool))
-        log_s = (time.perf_counter() - t0) / 20
+            appends.append(time.perf_counter() - t0)
+        log_s = float(np.median(appends))
         log.close()
-        rows.append((f"{n:,}", f"{os.path.getsize(path):,}", f"{1e3 * snap_s:.1f}", f"{log.size // 20:,}",
+        rows.append((f"{n:,}", f"{os.path.getsize(path):,}", f"{1e3 * snap_s:.1f}", f"{log.size // 25:,}",
                      f"{1e3 * log_s:.2f}", f"{snap_s / log_s:.0f}x"))
-    return markdown_table(["records on the shard", "full snapshot, bytes", "full snapshot, ms (fsync)",
-                           f"log record of {touched:,} touched records, bytes", "log append, ms (fsync)",
+    return markdown_table(["records on the shard", "full snapshot, bytes", "full snapshot, ms (fsync; median of 5)",
+                           f"log record of {touched:,} touched records, bytes", "log append, ms (fsync; median of 25)",
                            "snapshot / log time"], rows)
 
 
