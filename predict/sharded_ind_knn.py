@@ -121,6 +121,8 @@ def import_ray() -> Any:
 # ------------------------------------------------------------------------------------------ the coordinator
 @functools.lru_cache(maxsize=1)
 def _actor_class():
+    # max_restarts=0: Ray must never restart a shard itself -- it would rerun the constructor with its original
+    # arguments, i.e. the budgets of the fit (fresh ones); the coordinator recreates a dead shard from its files.
     return import_ray().remote(max_restarts=0)(ShardState)
 
 
