@@ -73,7 +73,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), shards=st.integers(2, 4), n=st.integers(4, 40),
        kernel=st.sampled_from(["cosine", "rbf"]), search=st.sampled_from(["exact", "lsh"]),
