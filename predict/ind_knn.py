@@ -66,8 +66,8 @@ import math
 import numbers
 import os
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -90,6 +90,9 @@ from dpledger.predict.identity import SpendHistory, fingerprints
 from dpledger.predict.ind_knn_steps import MAX_TERMS, count_step, exact_totals, vote_step
 from dpledger.predict.lsh import LSHSearch
 from dpledger.predict.neighbours import ExactSearch, _check_kernel, _check_tau, kernel_matrix, prepare_points
+
+if TYPE_CHECKING:  # (Ray is imported only for a sharded classifier)
+    from dpledger.predict.shard_state import ShardSource
 
 __all__ = ["IndKNNClassifier"]
 
@@ -169,8 +172,10 @@ class IndKNNClassifier(PrivateClassifier):
     backend : {None, "ray"}, default None
         The engine of the shards (Ray, the ``ray`` extra; imported only for a sharded classifier).
     snapshot_dir : str or path, optional
-        Where a sharded classifier's shards write their durable budget snapshots (a fresh sub-directory per fit);
-        default: a temporary directory removed with the classifier.
+        Where a sharded classifier's shards keep their records, budget snapshots and write-ahead logs (a fresh
+        sub-directory per fit); default: a temporary directory removed with the classifier. A sharded classifier
+        cannot be pickled (``TypeError``): save it with :meth:`state_dict`. :meth:`fit_shards` lets each shard
+        load its own records.
     random_state : None, int, SeedSequence or Generator
         ``None`` (default): fresh entropy from the operating system, so no two classifiers share noise, and a
         classifier restored by :meth:`load_state_dict` draws fresh noise too. A seed is for reproducing
@@ -321,19 +326,23 @@ class IndKNNClassifier(PrivateClassifier):
         cluster = None
         if sharded:
             cluster = self._start_cluster(self.get_params(), X, y, filt, search, sigma_count, budget, prepared=False)
-        # Everything validated and built: commit.
+        return self._commit_fit(cluster, search, filt, rng, budget, sigma_count, y, fps, history, prior, refit)
+
+    def _commit_fit(self, cluster, search, filt, rng, budget, sigma_count, y, fps, history, prior, refit):
+        """Everything validated and built: commit a fit (:meth:`fit`, :meth:`fit_shards`); returns self."""
         self._stop_cluster()
         self._cluster = cluster
         if cluster is not None:
             filt = _sharded().ShardedBudgets(cluster)
+        d = search.points.shape[1]
         self.budget_ = budget
         self.sigma_count_ = sigma_count
         self.n_classes_ = int(self.n_classes)
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = d
         self.y_ = y.copy()
         self.search_, self.filter_, self._rng = search, filt, rng
         self._fps, self._history = fps, history
-        self._public_X = np.zeros((0, X.shape[1]), dtype=np.float32)
+        self._public_X = np.zeros((0, d), dtype=np.float32)
         self._public_y = np.zeros(0, dtype=np.int64)
         if not refit:
             self._median_spend = np.zeros((0, 2))
@@ -343,16 +352,84 @@ class IndKNNClassifier(PrivateClassifier):
         self._log = []
         return self
 
+    def fit_shards(self, sources: Sequence[ShardSource]) -> IndKNNClassifier:
+        """Store private records that each shard loads itself; returns self. Needs ``backend="ray"`` and
+        ``shards=k > 1``.
+
+        ``sources[s]`` gives shard ``s``'s records, read *by the shard's actor*: a ``.npz`` file with arrays ``X``
+        and ``y`` (a path the actor can read), or a callable returning ``(X, y)`` (pickled to the actor and
+        called there). No feature vector passes through the coordinator: it receives each record's label and
+        identity (:mod:`predict.identity`) only, so the records need not fit in its memory. The result is
+        :meth:`fit` on the concatenation of the sources in order, bit for bit (same labels, spends and report
+        for the same ``random_state``; records numbered shard after shard); records added later go to shard
+        ``index mod k``. A refit keeps every record's spend (class Notes). Validated before anything changes: a
+        rejected fit (a shard's bad data raises that shard's ``ValueError``/``TypeError``) leaves the classifier
+        as it was.
+        """
+        self._validate_params()
+        params = self.get_params()
+        owner = f"{_OWNER}.fit_shards"
+        if not self._sharded(params):
+            raise ValueError(f"{owner} needs backend='ray' and shards > 1; got backend={params['backend']!r}, "
+                             f"shards={params['shards']!r} (use fit).")
+        if isinstance(sources, (str, bytes, os.PathLike)) or not isinstance(sources, Sequence):
+            raise TypeError(f"`sources` of {owner} must be a sequence of one source per shard; got "
+                            f"{type(sources).__name__}.")
+        sources = list(sources)
+        if len(sources) != params["shards"]:
+            raise ValueError(f"`sources` of {owner} must have one source per shard ({params['shards']}); got "
+                             f"{len(sources)}.")
+        for src in sources:
+            if not (callable(src) or isinstance(src, (str, os.PathLike))):
+                raise TypeError(f"`sources` of {owner} must be paths or callables; got {type(src).__name__}.")
+        conversion = _conv.filter_conversion(self.accounting, _OWNER)
+        budget = _budget(float(self.epsilon), float(self.delta), conversion)
+        refit = hasattr(self, "filter_")
+        history = self._current_history() if refit else SpendHistory()
+        seeds = seed_sequence(self.random_state, _OWNER).spawn(2)
+        block = self.block_size or (2048 if self.search == "lsh" else 256)
+        rng = self._rng if refit else np.random.Generator(np.random.PCG64(seeds[0]))
+        built = {}
+
+        def finish(d, y, fps):  # the coordinator's part, between the shards' loading and their commit
+            if y.shape[0] == 0:
+                raise ValueError(f"`sources` of {owner} must hold at least one record; got none.")
+            _check_size(y.shape[0], owner)
+            filt = IndividualRenyiFilter(budget, 0, accounting=conversion)
+            prior = history.prior(fps)
+            filt.add(y.shape[0], spent=prior)  # refuses a record that already spent more than this budget
+            rows = np.zeros((0, d), dtype=np.float32)
+            if self.search == "lsh":
+                search = LSHSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
+                                   bits=self.lsh_bits, rng=np.random.Generator(np.random.PCG64(seeds[1])))
+            else:
+                search = ExactSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block)
+            sigma_count = float(self.sigma_count) if self.sigma_count is not None else math.sqrt(
+                self.n_queries / (6 * budget))
+            built.update(search=search, filt=filt, prior=prior, sigma_count=sigma_count)
+            return self._shard_config(params, search, sigma_count, budget, filt.accounting), filt
+
+        load_config = {"kernel": self.kernel, "n_classes": int(self.n_classes)}
+        cluster, y, fps = _sharded().ShardedCluster.from_sources(load_config, params["snapshot_dir"], sources,
+                                                                 finish)
+        return self._commit_fit(cluster, built["search"], built["filt"], rng, budget, built["sigma_count"], y, fps,
+                                history, built["prior"], refit)
+
     @staticmethod
     def _start_cluster(params, X, y, filt, search, sigma_count, budget, *, prepared):
         """Shard actors holding ``X``, ``y`` and the budgets ``filt`` (:mod:`predict.sharded_ind_knn`)."""
-        config = {"kernel": params["kernel"], "nu": search.nu, "search": params["search"],
-                  "block_size": search.block_size, "lsh_tables": params["lsh_tables"], "lsh_bits": params["lsh_bits"],
-                  "hyperplanes": search.hyperplanes.copy() if isinstance(search, LSHSearch) else None,
-                  "sigma_count": sigma_count, "sigma_vote": params["sigma_vote"],
-                  "n_classes": int(params["n_classes"]), "budget": budget, "accounting": filt.accounting}
+        config = IndKNNClassifier._shard_config(params, search, sigma_count, budget, filt.accounting)
         return _sharded().ShardedCluster(config, params["shards"], params["snapshot_dir"], X, y, filt,
                                          prepared=prepared)
+
+    @staticmethod
+    def _shard_config(params, search, sigma_count, budget, accounting):
+        """The public parameters every shard needs."""
+        return {"kernel": params["kernel"], "nu": search.nu, "search": params["search"],
+                "block_size": search.block_size, "lsh_tables": params["lsh_tables"], "lsh_bits": params["lsh_bits"],
+                "hyperplanes": search.hyperplanes.copy() if isinstance(search, LSHSearch) else None,
+                "sigma_count": sigma_count, "sigma_vote": params["sigma_vote"],
+                "n_classes": int(params["n_classes"]), "budget": budget, "accounting": accounting}
 
     def _stop_cluster(self):
         cluster = getattr(self, "_cluster", None)

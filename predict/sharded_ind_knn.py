@@ -30,8 +30,9 @@ vector.
    the argmax. ``K_t`` is a sum over all records and every record's vote charge depends on it, and query
    ``t + 1``'s selection depends on the budgets that charge leaves, so one round-trip per query is inherent to
    Algorithm 3; pipelining the vote of ``t`` with the count of ``t + 1`` makes it one, not two;
-4. on the last query of the block every shard writes a durable snapshot of its budgets and returns the block's
-   audit entries; labels are returned only after every shard has acknowledged its snapshot.
+4. on the last query of the block every shard appends the new budgets of the records the block touched to its
+   write-ahead log, ``fsync``-s it and returns the block's audit entries; labels are returned only after every
+   shard has acknowledged its log record (:mod:`predict.shard_log`).
 
 Each charge is made once, by the owning shard; the coordinator charges nothing.
 
@@ -43,17 +44,30 @@ The noise comes from the same generator in the same order. Hence labels, every r
 the privacy report (which depends on the budget alone) equal the single process's for the same
 ``random_state``, for any number of shards (tested exactly).
 
-*Faults.* Budgets are state that must not be lost (DESIGN.md rule 8). Each shard writes its records (at
-creation and on add) and its budgets (at the end of every block, on remove and on recovery) to files under
+*Faults.* Budgets are state that must not be lost (DESIGN.md rule 8). Each shard keeps its files under
 ``snapshot_dir`` (a fresh sub-directory per fit; a temporary directory, removed with the classifier, by
-default): written to a temporary file, flushed and ``fsync``-ed, then atomically renamed. A release is returned
-only after the snapshots of all its charges are durable. When a call finds a shard dead (``RayActorError``),
-the coordinator recreates it from its last snapshot -- never with fresh budgets -- has every live shard drop the
-unfinished block and write its budgets (keeping the charges it made, which only lowers budgets), forgets
+default; :mod:`predict.shard_log`): its records and budgets (written at creation, add and truncate), and then a
+write-ahead log of budget changes -- one record per query block, remove or recovery, holding the new spends and
+flags of the records it touched, appended and ``fsync``-ed before the call returns -- folded into a full budget
+snapshot (compaction) whenever the log has grown to a snapshot's size. Snapshots are written to a temporary file,
+``fsync``-ed and atomically renamed. A release is returned only after the log records of all its charges are
+durable. When a call finds a shard dead (``RayActorError``), the coordinator kills it for good (and waits until
+Ray reports it dead: ``ray.kill`` is asynchronous), recreates it from its snapshot and log -- never with fresh
+budgets; a torn last log record, the block being appended when the shard died, was never acknowledged and is
+dropped; any other damage raises :class:`~predict.shard_log.CorruptLogError` -- has every live shard drop the
+unfinished block and log its budgets (keeping the charges it made, which only lowers budgets), forgets
 everything of the call that was not returned (audit entries, released-prediction reuse, counters; the
 generator is not rewound), and raises :class:`ShardFailureError`: the call released nothing, and may be
-repeated. A shard's restored budgets are those of its last snapshot, which includes every charge behind every
-returned release.
+repeated. A shard's restored budgets include every charge behind every returned release.
+
+*Per-shard loading.* :meth:`~predict.ind_knn.IndKNNClassifier.fit_shards` has each actor load its own records
+(:data:`~predict.shard_state.ShardSource`: a file or a callable run in the actor); only labels and record
+identities (24 bytes a record) reach the coordinator (:meth:`ShardedCluster.from_sources`).
+
+*Pickling.* A sharded classifier cannot be pickled or deep-copied (``TypeError``): its budgets live in the
+actors, and a copy that re-attached to them, or recreated them from the files, would charge the same budgets
+independently of the original, i.e. refresh them. :meth:`~predict.ind_knn.IndKNNClassifier.state_dict` and
+``load_state_dict`` are the way to save and restore one.
 
 Examples
 --------
@@ -70,24 +84,25 @@ import functools
 import os
 import shutil
 import tempfile
+import time
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 from numpy.typing import ArrayLike
 
 from dpledger.accountants.individual_filter import IndividualRenyiFilter
 from dpledger.mechanisms.errors import DPLedgerError
-from dpledger.predict.ind_knn_steps import add_digits, count_step, exact_totals, vote_step
-from dpledger.predict.lsh import LSHSearch
-from dpledger.predict.neighbours import ExactSearch
+from dpledger.predict.ind_knn_steps import add_digits, exact_totals
+from dpledger.predict.shard_log import CorruptLogError
+from dpledger.predict.shard_state import ShardSource, ShardState
 
-__all__ = ["ShardFailureError", "ShardState", "ShardedBudgets", "ShardedCluster", "import_ray"]
+__all__ = ["CorruptLogError", "ShardFailureError", "ShardSource", "ShardState", "ShardedBudgets",
+           "ShardedCluster", "import_ray"]
 
 #: Seconds a new shard may take to start (a Ray worker importing numpy and torch) before the fit gives up.
 _START_TIMEOUT = 600.0
-_FILTER_KEYS = ("format", "version", "budget", "accounting", "rtol", "spent", "retired", "removed")
 
 
 class ShardFailureError(DPLedgerError, RuntimeError):
@@ -103,172 +118,39 @@ def import_ray() -> Any:
     return ray
 
 
-# -------------------------------------------------------------------------------------------------- files
-def _write_atomic(path, arrays):
-    """Write ``arrays`` (np.savez) to ``path`` durably: temporary file, flush, fsync, rename, fsync directory."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fd = os.open(os.path.dirname(path), os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _filter_arrays(filt):
-    return {f"filter_{k}": np.asarray(v) for k, v in filt.state_dict().items()}
-
-
-def _filter_from(arrays):
-    return IndividualRenyiFilter.from_state_dict({k: arrays[f"filter_{k}"] for k in _FILTER_KEYS})
-
-
-# ------------------------------------------------------------------------------------------------ a shard
-class ShardState:
-    """One shard: its records (a search), labels, global indices and individual filter; see the module docstring.
-
-    A plain Python object (a Ray actor once wrapped by :class:`ShardedCluster`). With ``X=None`` it is restored
-    from the files of shard ``shard`` under ``directory``; otherwise it is built from ``X`` (raw rows, or rows
-    as a search holds them with ``prepared=True``), ``y``, ``gids`` and ``filter_state`` (a
-    :meth:`~accountants.individual_filter.IndividualRenyiFilter.state_dict` over these records) and writes them.
-    """
-
-    def __init__(self, config: dict, shard: int, directory: str, X: np.ndarray | None = None,
-                 y: np.ndarray | None = None, gids: np.ndarray | None = None, filter_state: dict | None = None,
-                 prepared: bool = False):
-        self._cfg = dict(config)
-        self._records_path = os.path.join(directory, f"shard-{shard}-records.npz")
-        self._budgets_path = os.path.join(directory, f"shard-{shard}-budgets.npz")
-        if X is None:
-            self._restore()
-        else:
-            self._search = self._build(np.array(X, dtype=np.float32), prepared)
-            self._y = np.array(y, dtype=np.int64)
-            self._gids = np.array(gids, dtype=np.int64)
-            self._filter = IndividualRenyiFilter.from_state_dict(dict(filter_state))
-            self._generation = 0
-            self._write_records()
-        self._discard()
-
-    def _build(self, X, prepared):
-        c = self._cfg
-        if c["search"] == "lsh":
-            return LSHSearch(X, kernel=c["kernel"], nu=c["nu"], block_size=c["block_size"], prepared=prepared,
-                             tables=c["lsh_tables"], bits=c["lsh_bits"], hyperplanes=c["hyperplanes"])
-        return ExactSearch(X, kernel=c["kernel"], nu=c["nu"], block_size=c["block_size"], prepared=prepared)
-
-    def _discard(self):
-        self._pairs, self._pending, self._t, self._entries = None, None, 0, []
-
-    # files: records (points, labels, indices, budgets) on creation and add; budgets alone otherwise
-    def _write_records(self):
-        self._generation += 1
-        _write_atomic(self._records_path, {"X": self._search.points, "y": self._y, "gids": self._gids,
-                                           "generation": np.int64(self._generation), **_filter_arrays(self._filter)})
-
-    def _write_budgets(self):
-        self._generation += 1
-        _write_atomic(self._budgets_path, {"n": np.int64(self._y.size), "generation": np.int64(self._generation),
-                                           **_filter_arrays(self._filter)})
-
-    def _restore(self):
-        with np.load(self._records_path, allow_pickle=False) as rec:
-            rec = dict(rec)
-        filt, generation = _filter_from(rec), int(rec["generation"])
-        if os.path.exists(self._budgets_path):
-            with np.load(self._budgets_path, allow_pickle=False) as bud:
-                bud = dict(bud)
-            if int(bud["generation"]) > generation:
-                if int(bud["n"]) != rec["y"].size:
-                    raise ValueError(f"{self._budgets_path} does not match the records of its shard.")
-                filt, generation = _filter_from(bud), int(bud["generation"])
-        self._search = self._build(rec["X"], True)
-        self._y, self._gids, self._filter, self._generation = rec["y"], rec["gids"], filt, generation
-
-    # queries
-    def begin(self, tq: np.ndarray, tau: float) -> np.ndarray:
-        """Kernel pairs of a block of prepared queries; the count step of its first query (digit sums)."""
-        self._discard()
-        self._pairs = self._search._pairs_prepared(torch.from_numpy(np.array(tq, dtype=np.float32)), tau)
-        return self._count(0)
-
-    def _count(self, t):
-        idx, kap = self._pairs.query(t)
-        self._pending, digits = count_step(self._filter, idx, kap, self._cfg["sigma_count"])
-        self._t = t
-        return digits
-
-    def step(self, K: float) -> tuple[np.ndarray, np.ndarray | None, list | None]:
-        """Vote step of the pending query with noisy count ``K``; then the count step of the next query, or, after
-        the block's last query, a durable snapshot of the budgets and the block's audit entries."""
-        digits, (idx, old, new) = vote_step(self._filter, self._y, self._pending, K, self._cfg["sigma_vote"],
-                                            self._cfg["n_classes"])
-        self._entries.append((self._gids[idx], old, new))
-        if self._t + 1 < self._pairs.n_queries:
-            return digits, self._count(self._t + 1), None
-        self._write_budgets()  # before any label of the block is returned
-        entries = self._entries
-        self._discard()
-        return digits, None, entries
-
-    # data and state
-    def add(self, X: np.ndarray, y: np.ndarray, gids: np.ndarray, prior: np.ndarray) -> None:
-        """Append records (raw rows) with their prior spends; durable before it returns."""
-        self._search.add(np.array(X, dtype=np.float32))
-        self._filter.add(len(y), spent=np.asarray(prior, dtype=np.float64))
-        self._y = np.concatenate([self._y, np.asarray(y, dtype=np.int64)])
-        self._gids = np.concatenate([self._gids, np.asarray(gids, dtype=np.int64)])
-        self._write_records()
-
-    def truncate(self, n: int) -> None:
-        """Drop records with global index ``>= n`` (an add the coordinator never completed; they were never
-        charged); durable before it returns."""
-        keep = self._gids < n
-        if keep.all():
-            return
-        state = self._filter.state_dict()
-        for key in ("spent", "retired", "removed"):
-            state[key] = state[key][keep]
-        self._search = self._build(self._search.points[keep], True)
-        self._filter = IndividualRenyiFilter.from_state_dict(state)
-        self._y, self._gids = self._y[keep], self._gids[keep]
-        self._write_records()
-
-    def remove(self, gids: np.ndarray) -> None:
-        """Remove records by global index; durable before it returns."""
-        self._filter.remove(np.searchsorted(self._gids, np.asarray(gids, dtype=np.int64)))
-        self._write_budgets()
-
-    def recover(self) -> None:
-        """Drop an unfinished block (its charges stay) and make the budgets durable."""
-        self._discard()
-        self._write_budgets()
-
-    def budgets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(global indices, spent, retired, removed)`` of this shard's records."""
-        f = self._filter
-        return self._gids, f.spent, f.retired, f.removed
-
-    def records(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(global indices, points as the search holds them, labels)``."""
-        return self._gids, np.array(self._search.points), self._y
-
-    def ping(self) -> bool:
-        return True
-
-
 # ------------------------------------------------------------------------------------------ the coordinator
 @functools.lru_cache(maxsize=1)
 def _actor_class():
+    # max_restarts=0: Ray must never restart a shard itself -- it would rerun the constructor with its original
+    # arguments, i.e. the budgets of the fit (fresh ones); the coordinator recreates a dead shard from its files.
     return import_ray().remote(max_restarts=0)(ShardState)
 
 
 class _Failure(Exception):
     """A shard died inside :meth:`ShardedCluster._all` (turned into :class:`ShardFailureError` after recovery)."""
+
+
+def _rows_of(state, rows):
+    """A filter state restricted to ``rows`` (indices or a slice)."""
+    sub = dict(state)
+    for key in ("spent", "retired", "removed"):
+        sub[key] = state[key][rows]
+    return sub
+
+
+def _kill_and_wait(ray, actor, timeout=60.0):
+    """Kill ``actor`` and wait until Ray reports it dead (``ray.kill`` is asynchronous)."""
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ping.remote(), timeout=timeout)
+        except ray.exceptions.ActorDiedError:
+            return
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):  # unavailable, not yet dead
+            pass
+        time.sleep(0.05)
+    raise ShardFailureError(f"a shard actor still answered {timeout} s after it was killed.")
 
 
 def _shutdown(actors, tempdir):
@@ -286,11 +168,15 @@ def _shutdown(actors, tempdir):
 class ShardedCluster:
     """The coordinator's handle on ``k`` shard actors (used by :class:`~predict.ind_knn.IndKNNClassifier`).
 
+    Record ``g`` of ``X`` goes to shard ``g mod k``. :meth:`from_sources` makes a cluster whose shards load their
+    own records instead (records ``offsets[s] .. offsets[s + 1] - 1`` on shard ``s``); records added later go to
+    shard ``g mod k`` in both cases. Not picklable (:meth:`__reduce_ex__`).
+
     Parameters
     ----------
     config : dict
         Public parameters every shard needs (kernel, nu, search, block_size, lsh_tables, lsh_bits, hyperplanes,
-        sigma_count, sigma_vote, n_classes).
+        sigma_count, sigma_vote, n_classes, budget, accounting).
     k : int
         Number of shards, ``>= 2``.
     directory : str or None
@@ -305,6 +191,21 @@ class ShardedCluster:
 
     def __init__(self, config: dict, k: int, directory: str | os.PathLike | None, X: np.ndarray, y: np.ndarray,
                  filt: IndividualRenyiFilter, *, prepared: bool = False):
+        self._setup(config, k, directory)
+        n = int(y.shape[0])
+        gids = np.arange(n, dtype=np.int64)
+        state = filt.state_dict()
+        try:
+            for s in range(self.k):
+                rows = gids[gids % self.k == s]
+                self._actors.append(self._new_actor(s, X[rows], y[rows], rows, _rows_of(state, rows), prepared))
+            self._ray.get([a.ping.remote() for a in self._actors], timeout=_START_TIMEOUT)
+        except Exception:
+            self.close()
+            raise
+        self.n_records, self._offsets = n, None
+
+    def _setup(self, config, k, directory):
         ray = import_ray()
         if not ray.is_initialized():
             ray.init()
@@ -316,28 +217,66 @@ class ShardedCluster:
         # No CPU reservation (a reservation of a core each made a second classifier wait forever for cores the
         # first one held: they are idle between calls); SPREAD places the shards on different nodes of a cluster.
         self._options = {"num_cpus": 0, "scheduling_strategy": "SPREAD"}
-        n = int(y.shape[0])
-        gids = np.arange(n, dtype=np.int64)
-        state = filt.state_dict()
         self._actors = []
         self._finalizer = weakref.finalize(self, _shutdown, self._actors, self._tempdir)
+
+    def _new_actor(self, s, *args, **kw):
+        return _actor_class().options(**self._options).remote(self.config, s, self.directory, *args, **kw)
+
+    @classmethod
+    def from_sources(cls, config: dict, directory: str | os.PathLike | None, sources: Sequence[ShardSource],
+                     finish: Callable[[int, np.ndarray, np.ndarray], tuple[dict, IndividualRenyiFilter]]
+                     ) -> tuple[ShardedCluster, np.ndarray, np.ndarray]:
+        """A cluster whose shard ``s`` loads its own records from ``sources[s]`` (per-shard loading: no feature
+        vector passes through the coordinator).
+
+        Phase one: each actor loads and validates its records and returns their labels and fingerprints
+        (identities, 16 bytes a record); records are numbered shard after shard (as one process fitted on the
+        concatenation ``sources[0], sources[1], ...``). ``finish(columns, labels, fingerprints)`` (the
+        classifier) validates them, and returns the final public ``config`` and the budgets of all records
+        (global order), or raises. Phase two: each actor takes its budgets and writes its records file. Any
+        error closes the actors. Returns ``(cluster, labels, fingerprints)``.
+        """
+        self = cls.__new__(cls)
+        self._setup(config, len(sources), directory)
+        ray = self._ray
         try:
-            for s in range(self.k):
-                rows = gids[gids % self.k == s]
-                sub = dict(state)
-                for key in ("spent", "retired", "removed"):
-                    sub[key] = state[key][rows]
-                self._actors.append(_actor_class().options(**self._options).remote(
-                    self.config, s, self.directory, X[rows], y[rows], rows, sub, prepared))
-            ray.get([a.ping.remote() for a in self._actors], timeout=_START_TIMEOUT)
+            self._actors.extend(self._new_actor(s, load=True) for s in range(self.k))
+            loaded = ray.get([a.load.remote(src) for a, src in zip(self._actors, sources, strict=True)])
+            dims = {d for d, _, _ in loaded}
+            if len(dims) != 1:
+                raise ValueError(f"the shards of IndKNNClassifier.fit_shards loaded records with different numbers "
+                                 f"of columns: {[d for d, _, _ in loaded]}.")
+            y = np.concatenate([lab for _, lab, _ in loaded])
+            fps = np.concatenate([fp for _, _, fp in loaded])
+            offsets = np.cumsum([0] + [lab.shape[0] for _, lab, _ in loaded])
+            self.config, filt = finish(dims.pop(), y, fps)
+            state = filt.state_dict()
+            ray.get([a.commit.remote(self.config, np.arange(offsets[s], offsets[s + 1]),
+                                     _rows_of(state, slice(offsets[s], offsets[s + 1])))
+                     for s, a in enumerate(self._actors)])
         except Exception:
             self.close()
             raise
-        self.n_records = n
+        self.n_records, self._offsets = int(y.shape[0]), offsets
+        return self, y, fps
 
     def close(self) -> None:
         """Kill the actors (and remove a temporary snapshot directory)."""
         self._finalizer()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a sharded IndKNNClassifier cannot be pickled or copied: its budgets live in its shard "
+                        "actors, and a copy charging them on its own would refresh them; save it with "
+                        "state_dict() (it gathers the records and budgets) and restore it with load_state_dict().")
+
+    def _owner(self, gids):
+        """The shard of each global index (by range for records of :meth:`from_sources`, else ``g mod k``)."""
+        owner = gids % self.k
+        if self._offsets is not None:
+            fitted = gids < self._offsets[-1]
+            owner[fitted] = np.searchsorted(self._offsets, gids[fitted], side="right") - 1
+        return owner
 
     # ------------------------------------------------------------------------------------------- calls
     def _all(self, name, *args, shards=None):
@@ -350,14 +289,22 @@ class ShardedCluster:
             raise _Failure(str(exc)) from exc
 
     def _recover(self):
-        """Recreate dead shards from their snapshots; live ones drop the unfinished block and write budgets."""
+        """Recreate dead shards from their files; live ones drop the unfinished block and make it durable.
+
+        An actor that does not answer is killed (and waited for) before its shard is recreated, so two processes
+        never own one shard's files. A shard whose files are damaged raises
+        :class:`~predict.shard_log.CorruptLogError` (and is not recreated)."""
         ray = self._ray
         for s, actor in enumerate(self._actors):
             try:
                 ray.get(actor.recover.remote())
             except ray.exceptions.RayActorError:
-                new = _actor_class().options(**self._options).remote(self.config, s, self.directory)
-                ray.get(new.ping.remote(), timeout=_START_TIMEOUT)
+                _kill_and_wait(ray, actor)
+                new = self._new_actor(s)
+                try:
+                    ray.get(new.ping.remote(), timeout=_START_TIMEOUT)
+                except ray.exceptions.RayActorError as exc:
+                    raise CorruptLogError(f"shard {s} could not be restored from {self.directory}: {exc}") from None
                 self._actors[s] = new
         self._all("truncate", self.n_records)  # an add that did not complete everywhere
 
@@ -395,7 +342,7 @@ class ShardedCluster:
         """Route new records (raw rows) with their prior spends to their shards; returns their global indices."""
         n0, m = self.n_records, int(y.shape[0])
         gids = np.arange(n0, n0 + m, dtype=np.int64)
-        owner = gids % self.k
+        owner = self._owner(gids)
 
         def run():
             refs = [self._actors[s].add.remote(X[owner == s], y[owner == s], gids[owner == s], prior[owner == s])
@@ -412,7 +359,7 @@ class ShardedCluster:
     def remove(self, gids: np.ndarray) -> None:
         """Route validated global indices to their shards (durable before it returns)."""
         gids = np.unique(np.asarray(gids, dtype=np.int64))
-        owner = gids % self.k
+        owner = self._owner(gids)
         shards = [s for s in range(self.k) if (owner == s).any()]
 
         def run():
@@ -458,10 +405,10 @@ class ShardedCluster:
                     clf._public_X = np.concatenate([clf._public_X, tq.numpy()])
                     clf._public_y = np.concatenate([clf._public_y, out[s:s + m]])
         except _Failure as exc:
-            self._recover()
-            clf.n_queries_, clf.n_answered_ = mark[0], mark[1]
+            clf.n_queries_, clf.n_answered_ = mark[0], mark[1]  # first: _recover may raise CorruptLogError
             del clf._log[mark[2]:]
             clf._public_X, clf._public_y = mark[3], mark[4]
+            self._recover()
             clf._resync_audit()
             raise ShardFailureError(f"a shard died during predict ({exc}); it was restored from its last snapshot "
                                     f"and none of the {n} queries of this call was released; repeat the call."
@@ -488,6 +435,9 @@ class ShardedBudgets:
         copy = self._cluster.gathered_filter()
         copy.remove(indices)  # validates the indices exactly as the single process does
         self._cluster.remove(np.flatnonzero(copy.removed))
+
+    def __reduce_ex__(self, protocol):
+        return self._cluster.__reduce_ex__(protocol)
 
     def __repr__(self):
         return f"ShardedBudgets(shards={self._cluster.k}, n_records={self._cluster.n_records})"

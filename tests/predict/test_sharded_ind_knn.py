@@ -5,7 +5,11 @@ Needs the ``ray`` extra; starts a local Ray with two CPUs for the module and shu
 starting an actor (a Python process importing torch) costs about a second here, so examples are few.
 """
 
+import copy
+import os
+import pickle
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +19,7 @@ from hypothesis import strategies as st
 ray = pytest.importorskip("ray", reason="the sharded Ind-KNN tests need Ray: pip install -e '.[ray]'")
 
 from dpledger.predict import IndKNNClassifier  # noqa: E402
-from dpledger.predict.sharded_ind_knn import ShardFailureError  # noqa: E402
+from dpledger.predict.sharded_ind_knn import CorruptLogError, ShardFailureError  # noqa: E402
 
 
 def _kill_and_wait(actor, attempts=200):
@@ -26,8 +30,10 @@ def _kill_and_wait(actor, attempts=200):
     for _ in range(attempts):
         try:
             ray.get(actor.ping.remote(), timeout=60)
-        except ray.exceptions.RayActorError:
+        except ray.exceptions.ActorDiedError:
             return
+        except ray.exceptions.RayActorError:  # unavailable (being killed), not yet reported dead
+            pass
         time.sleep(0.05)
     pytest.fail(f"the actor still answered {attempts} pings after ray.kill")
 
@@ -67,7 +73,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), shards=st.integers(2, 4), n=st.integers(4, 40),
        kernel=st.sampled_from(["cosine", "rbf"]), search=st.sampled_from(["exact", "lsh"]),
@@ -117,7 +123,7 @@ def test_killed_shard_between_calls_restarts_from_its_snapshot(tmp_path):
     the budgets of the last returned release (never fresh ones); the stream continues, still equal to one
     process once it is given the same charges."""
     X, y, Q = _data()
-    one, many = _pair(tmp_path, 3, n_classes=3)
+    one, many = _pair(tmp_path, 3, n_classes=3, epsilon=20.0)  # budgets that last beyond the first blocks
     one.fit(X, y)
     many.fit(X, y)
     assert np.array_equal(one.predict(Q[:40]), many.predict(Q[:40]))
@@ -145,7 +151,7 @@ def test_killed_shard_mid_call_loses_no_durable_charge(tmp_path, monkeypatch):
     shard's spends are exactly those of the blocks that completed (as one process charges the same queries),
     nobody's remaining budget grew, and the stream continues."""
     X, y, Q = _data(1)
-    one, many = _pair(tmp_path, 2, n_classes=3, reuse_predictions=True)
+    one, many = _pair(tmp_path, 2, n_classes=3, reuse_predictions=True, epsilon=20.0)
     one.fit(X, y)
     many.fit(X, y)
     assert np.array_equal(one.predict(Q[:16]), many.predict(Q[:16]))
@@ -175,4 +181,104 @@ def test_killed_shard_mid_call_loses_no_durable_charge(tmp_path, monkeypatch):
     assert many.predict(Q[56:72]).shape == (16,)  # the stream continues
     assert many.n_queries_ == 32
     assert many.median_epsilon_history(1e-5).shape == (32,)  # the audit has the answered queries only
+    many._stop_cluster()
+
+
+def _arm_crash_during_append(shard):
+    """Run in the shard's actor process (``__ray_call__``): its next log append writes half a record, makes it
+    durable and kills the process -- a crash in the middle of the append."""
+    from dpledger.predict import shard_log
+
+    def crash(self, data):
+        os.write(self._fd, data[:len(data) // 2])
+        os.fsync(self._fd)
+        os._exit(1)
+
+    shard_log.BudgetLog._write = crash
+
+
+def _no_compaction(shard):
+    """Run in the shard's actor process: log every block (no snapshot in between), so the test can tear or damage
+    a log record."""
+    from dpledger.predict import shard_state
+
+    shard_state.COMPACT_FACTOR = 1e9
+
+
+def test_torn_log_is_not_durable_and_damaged_log_is_refused(tmp_path):
+    """A shard dies half-way through appending a block's log record: the call releases nothing, and the shard
+    comes back with the budgets of the blocks it acknowledged (the torn record dropped), exactly one process's
+    spends for the queries returned before; the stream continues. Then its log is damaged in the middle while it
+    is down: the next call raises CorruptLogError and nothing restores fresher budgets."""
+    X, y, Q = _data(2)
+    one, many = _pair(tmp_path, 2, n_classes=3, epsilon=20.0)
+    one.fit(X, y)
+    many.fit(X, y)
+    assert np.array_equal(one.predict(Q[:16]), many.predict(Q[:16]))
+    acknowledged = many.filter_.spent
+    cluster = many._cluster
+    ray.get(cluster._actors[1].__ray_call__.remote(_no_compaction))  # its next block is a log append
+    ray.get(cluster._actors[1].__ray_call__.remote(_arm_crash_during_append))
+    with pytest.raises(ShardFailureError, match="none of the 16 queries"):
+        many.predict(Q[16:32])
+    on_victim = np.arange(X.shape[0]) % 2 == 1
+    assert np.array_equal(many.filter_.spent[on_victim], acknowledged[on_victim])  # not the torn block's
+    assert np.array_equal(many.filter_.spent[on_victim], one.filter_.spent[on_victim])
+    assert (many.filter_.spent >= acknowledged).all()
+    assert (many.filter_.spent[~on_victim] > acknowledged[~on_victim]).any()  # the live shard kept its charges
+    ray.get(cluster._actors[1].__ray_call__.remote(_no_compaction))
+    assert many.predict(Q[32:48]).shape == (16,)  # the stream continues: two more log records on shard 1
+    spent = many.filter_.spent
+    _kill_and_wait(cluster._actors[1])
+    (log,) = [p for p in os.listdir(cluster.directory) if p.startswith("shard-1-log-")]
+    raw = bytearray((Path(cluster.directory) / log).read_bytes())
+    assert len(raw) > 2 * 32 + 17
+    raw[40] ^= 0xFF  # the first record's payload
+    (Path(cluster.directory) / log).write_bytes(bytes(raw))
+    with pytest.raises(CorruptLogError, match="could not be restored"):
+        many.predict(Q[48:56])
+    assert many.n_queries_ == 32
+    with pytest.raises(CorruptLogError):
+        _ = many.filter_.spent  # no budgets are read from a shard that cannot be restored
+    assert (spent[on_victim] > 0).any()
+    many._stop_cluster()
+
+
+def test_fit_shards_loads_in_the_actors_and_equals_one_process(tmp_path):
+    """Each shard loads its own records (an .npz file, or a callable run in the actor): labels, spends, the report,
+    add/remove routing and state_dict equal one process fitted on the concatenation; a bad shard is refused
+    with that shard's error and the classifier is unchanged. Pickling a sharded classifier is refused."""
+    rng = np.random.default_rng(5)
+    parts = [(rng.normal(size=(n, 4)), rng.integers(0, 3, n)) for n in (13, 0, 21)]
+    np.savez(tmp_path / "a.npz", X=parts[0][0], y=parts[0][1])
+    np.savez(tmp_path / "c.npz", X=parts[2][0], y=parts[2][1])
+    empty = parts[1]
+    sources = [str(tmp_path / "a.npz"), lambda: empty, tmp_path / "c.npz"]
+    one, many = _pair(tmp_path, 3, n_classes=3, search="lsh", lsh_tables=4, lsh_bits=2, tau=0.3)
+    one.fit(np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    assert many.fit_shards(sources) is many
+    _assert_same(one, many)
+    Q = rng.normal(size=(24, 4))
+    assert np.array_equal(one.predict(Q), many.predict(Q))
+    Xa, ya = rng.normal(size=(2, 4)), rng.integers(0, 3, 2)
+    for clf in (one, many):
+        clf.remove([0, 14, 30])  # shard 0, shard 2, shard 2 (by range)
+        assert np.array_equal(clf.add(Xa, ya), [34, 35])  # shards 1 and 2 (index mod 3)
+    _assert_same(one, many)
+    assert np.array_equal(one.predict(Q), many.predict(Q))
+    a, b = one.state_dict(), many.state_dict()
+    for key in ("X", "y", "fingerprints", "median_spend"):
+        assert np.array_equal(a[key], b[key])
+    with pytest.raises(TypeError, match="state_dict"):
+        pickle.dumps(many)
+    with pytest.raises(TypeError, match="state_dict"):
+        copy.deepcopy(many.filter_)
+    spent = many.filter_.spent
+    bad = [str(tmp_path / "a.npz"), lambda: (np.zeros((2, 4)), np.array([0, 5])), str(tmp_path / "c.npz")]
+    with pytest.raises(ValueError, match="shard 1"):
+        many.fit_shards(bad)
+    assert np.array_equal(many.filter_.spent, spent)  # unchanged, and still answering
+    assert many.predict(Q[:4]).shape == (4,)
+    with pytest.raises(ValueError, match="one source per shard"):
+        many.fit_shards(sources[:2])
     many._stop_cluster()
