@@ -291,6 +291,17 @@ class IndKNNClassifier(PrivateClassifier):
         filt = getattr(self, "filter_", None)
         return filt is not None and bool(np.any(filt.spent > 0.0))
 
+    def _new_search(self, rows, block, seed):
+        """The configured kernel search over ``rows`` (LSH's hyperplanes drawn from ``seed``)."""
+        if self.search == "lsh":
+            return LSHSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
+                             bits=self.lsh_bits, rng=np.random.Generator(np.random.PCG64(seed)))
+        return ExactSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block)
+
+    def _sigma_count(self, budget):
+        """The count noise: as configured, else ``sqrt(n_queries / (6 B))``."""
+        return float(self.sigma_count) if self.sigma_count is not None else math.sqrt(self.n_queries / (6 * budget))
+
     def fit(self, X: ArrayLike, y: ArrayLike) -> IndKNNClassifier:
         """Store the private records; returns self.
 
@@ -316,13 +327,8 @@ class IndKNNClassifier(PrivateClassifier):
         rng = self._rng if refit else np.random.Generator(np.random.PCG64(seeds[0]))
         sharded = self._sharded(self.get_params())
         rows = X[:0] if sharded else X  # sharded: the shards index the records; the search keeps the query side
-        if self.search == "lsh":  # (the hyperplanes depend on the dimension and the generator only)
-            search = LSHSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
-                               bits=self.lsh_bits, rng=np.random.Generator(np.random.PCG64(seeds[1])))
-        else:
-            search = ExactSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block)
-        sigma_count = float(self.sigma_count) if self.sigma_count is not None else math.sqrt(
-            self.n_queries / (6 * budget))
+        search = self._new_search(rows, block, seeds[1])  # (LSH's hyperplanes: the dimension and the seed only)
+        sigma_count = self._sigma_count(budget)
         cluster = None
         if sharded:
             cluster = self._start_cluster(self.get_params(), X, y, filt, search, sigma_count, budget, prepared=False)
@@ -399,13 +405,8 @@ class IndKNNClassifier(PrivateClassifier):
             prior = history.prior(fps)
             filt.add(y.shape[0], spent=prior)  # refuses a record that already spent more than this budget
             rows = np.zeros((0, d), dtype=np.float32)
-            if self.search == "lsh":
-                search = LSHSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block, tables=self.lsh_tables,
-                                   bits=self.lsh_bits, rng=np.random.Generator(np.random.PCG64(seeds[1])))
-            else:
-                search = ExactSearch(rows, kernel=self.kernel, nu=self.nu, block_size=block)
-            sigma_count = float(self.sigma_count) if self.sigma_count is not None else math.sqrt(
-                self.n_queries / (6 * budget))
+            search = self._new_search(rows, block, seeds[1])
+            sigma_count = self._sigma_count(budget)
             built.update(search=search, filt=filt, prior=prior, sigma_count=sigma_count)
             return self._shard_config(params, search, sigma_count, budget, filt.accounting), filt
 
