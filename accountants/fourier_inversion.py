@@ -194,45 +194,49 @@ def make_plan(
 _TERM_HEADROOM = np.exp(25.0)
 
 
-def _period(log_mgf, epsilon, kappa, log_tol):
-    """``(period, kappa_tail, log M(kappa_tail), log M(kappa))`` meeting both aliasing bounds at ``kappa``: the
-    lower one ``e^(-kappa T)`` and the upper one through a Chernoff exponent ``k' > kappa`` (the one needing the
-    shortest period)."""
-    log_m_kappa = float(np.real(log_mgf(np.array([kappa], dtype=np.complex128))[0]))
-    tails = kappa * (1.0 + np.array([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0])) + np.array([0, 0, 0, 0, 0, 0.5, 1.0])
-    log_m_tails = np.real(log_mgf(tails.astype(np.complex128)))
-    periods = (log_m_tails - tails * epsilon - log_tol) / (tails - kappa)
-    best = int(np.nanargmin(np.where(np.isfinite(periods), periods, np.inf)))
-    t1 = -log_tol / kappa
-    # no floor: a loss on a tiny scale (large damping) needs a short period
-    return max(t1, float(periods[best])) * 1.05, float(tails[best]), float(log_m_tails[best]), log_m_kappa
+_TAIL_FACTORS = 1.0 + np.array([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0])
+_TAIL_SHIFTS = np.array([0, 0, 0, 0, 0, 0.5, 1.0])
+#: Dampings tried by ``shorten``: the Chernoff-optimal one and this many halvings of it.
+_HALVINGS = 8
 
 
 def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True):
     """``(kappa, log M(kappa), kappa_tail, log M(kappa_tail), period)``.
 
-    The Chernoff-optimal damping makes the terms smallest, but where the loss has a heavy upper tail (subsampled
-    mechanisms: ``log M`` grows like ``k^2``) the tilt ``e^(kappa L)`` spreads the law over a range far wider than
-    the loss itself, and the upper aliasing bound then asks for a long period, so many nodes (q = 1e-3, sigma = 2,
-    10 steps: period 35 at kappa = 54, 1.5 at kappa = 20). Any damping gives proven bounds, so smaller dampings
-    (halving) are tried while their period is shorter and the largest term stays within ``_TERM_HEADROOM`` of the
-    tolerance (its rounding then stays below it)."""
-    period, kappa_tail, log_m_tail, log_m_kappa = _period(log_mgf, epsilon, kappa, log_tol)
-    best = (kappa, log_m_kappa, kappa_tail, log_m_tail, period)
-    if not shorten or period <= 4.0 * (-log_tol / kappa) * 1.05:  # the lower aliasing bound sets it: no gain
-        return best
-    candidate = kappa
-    for _ in range(8):
-        candidate *= 0.5
-        p, k_tail, m_tail, m_kappa = _period(log_mgf, epsilon, candidate, log_tol)
-        log_term = m_kappa - candidate * epsilon - np.log(candidate * (1.0 + candidate))
-        if not (np.isfinite(p) and log_term <= log_tol + np.log(_TERM_HEADROOM)):
-            break
-        if p < best[4] / 1.2:
-            best = (candidate, m_kappa, k_tail, m_tail, p)
-        elif p > best[4]:
-            break
-    return best
+    The period meets both aliasing bounds at ``kappa``: the lower one ``e^(-kappa T)`` and the upper one through a
+    Chernoff exponent ``k' > kappa`` (the one needing the shortest period). The Chernoff-optimal damping makes the
+    terms smallest, but where the loss has a heavy upper tail (subsampled mechanisms: ``log M`` grows like ``k^2``)
+    the tilt ``e^(kappa L)`` spreads the law over a range far wider than the loss itself, and the upper aliasing
+    bound then asks for a long period, so many nodes (q = 1e-3, sigma = 2, 10 steps: period 35 at kappa = 54, 1.5
+    at kappa = 20). Any damping gives proven bounds, so with ``shorten`` smaller dampings (halvings) are taken while
+    their period is shorter and the largest term stays within ``_TERM_HEADROOM`` of the tolerance (its rounding
+    then stays below it). Every candidate's ``log M`` comes from one call (one batch per mechanism)."""
+    kappas = kappa * 0.5 ** np.arange(_HALVINGS + 1 if shorten else 1)
+    tails = kappas[:, None] * _TAIL_FACTORS[None, :] + _TAIL_SHIFTS[None, :]
+    values = np.real(log_mgf(np.concatenate([kappas, tails.ravel()]).astype(np.complex128)))
+    log_m_kappas, log_m_tails = values[:kappas.size], values[kappas.size:].reshape(tails.shape)
+    periods = (log_m_tails - tails * epsilon - log_tol) / (tails - kappas[:, None])
+    periods = np.where(np.isfinite(periods), periods, np.inf)
+    best_tail = np.argmin(periods, axis=1)
+    rows = np.arange(kappas.size)
+    t1 = -log_tol / kappas
+    period = np.maximum(t1, periods[rows, best_tail]) * 1.05  # no floor: a tiny-scale loss needs a short period
+
+    def pick(i):
+        return (float(kappas[i]), float(log_m_kappas[i]), float(tails[i, best_tail[i]]),
+                float(log_m_tails[i, best_tail[i]]), float(period[i]))
+
+    chosen = 0
+    if shorten and period[0] > 4.0 * t1[0] * 1.05:  # else the lower aliasing bound sets it: no gain
+        for i in range(1, kappas.size):
+            log_term = log_m_kappas[i] - kappas[i] * epsilon - np.log(kappas[i] * (1.0 + kappas[i]))
+            if not (np.isfinite(period[i]) and log_term <= log_tol + np.log(_TERM_HEADROOM)):
+                break
+            if period[i] < period[chosen] / 1.2:
+                chosen = i
+            elif period[i] > period[chosen]:
+                break
+    return pick(chosen)
 
 
 def _at_nodes(log_mgf, node_log_mgf, nodes):
