@@ -89,6 +89,14 @@ def _gaussian_svt(*, sigma_threshold, sigma_queries, max_length, cutoff, sensiti
                         cutoff=cutoff, max_length=max_length)
 
 
+def _gaussian_svt_margin(*, sigma_threshold, sigma_queries, margin, sensitivity):
+    """:class:`mechanisms.SparseVector` with Gaussian noises on non-negative queries below a public ``margin``
+    (the threshold the runner uses is at most it), cut-off 1 and no length cap."""
+    return SparseVector(threshold=GaussianMechanism(sigma=sigma_threshold, sensitivity=sensitivity),
+                        queries=GaussianMechanism(sigma=sigma_queries, sensitivity=sensitivity),
+                        nonnegative_queries=True, margin=margin)
+
+
 def _laplace_svt(*, scale_threshold, scale_queries, cutoff, sensitivity):
     """:class:`mechanisms.SparseVector` with Laplace noises and no length cap."""
     return SparseVector(threshold=LaplaceMechanism(scale=scale_threshold, sensitivity=sensitivity),
@@ -136,6 +144,12 @@ KINDS = {
             "sparse vector technique with Gaussian threshold/query noise, at most max_length queries and cutoff "
             "tops (thesis Thm 7.2.1 / 7.2.7)",
             integers=("max_length", "cutoff"),
+        ),
+        Kind(
+            "gaussian-svt-margin", _gaussian_svt_margin, ("sigma_threshold", "sigma_queries", "margin"),
+            {"sensitivity": 1.0}, "sigma_threshold", True, (0.0, math.inf), (0.5, 2.0),
+            "sparse vector technique with Gaussian noise on non-negative queries below a public threshold "
+            "margin, cut-off 1, no length cap (thesis Thm 7.2.1 with the stopping-time moment bound, (7.2))",
         ),
         Kind(
             "laplace-svt", _laplace_svt, ("scale_threshold", "scale_queries"), {"cutoff": 1, "sensitivity": 1.0},
