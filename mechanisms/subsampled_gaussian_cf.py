@@ -209,13 +209,9 @@ def _range(a, mu, width):
 
 
 def _log_tails(a, g, mu, lo, hi):
-    """Log of the bounds on ``int phi B^a`` left of ``lo`` and right of ``hi`` (module docstring)."""
-    left = (a * _r(lo, g, mu) if a >= 0 else a * np.log1p(-g)) + special.log_ndtr(lo)
-    if a >= 0:
-        right = a * _r(hi, g, mu) - a * mu * hi + 0.5 * (a * mu) ** 2 + special.log_ndtr(-(hi - a * mu))
-    else:
-        right = a * _r(hi, g, mu) + special.log_ndtr(-hi)
-    return float(left), float(right)
+    """Log of the bounds on ``int phi B^a`` left of ``lo`` and right of ``hi`` (module docstring), one tilt."""
+    left, right = _log_tails_many(np.array([float(a)]), g, mu, lo, hi)
+    return float(left[0]), float(right[0])
 
 
 def _slack(value):
@@ -240,28 +236,9 @@ def _reference(a, g, mu, width):
 
 
 def _panel_log_errors(a, v_top, g, mu, centres, h):
-    """``(log error bound, log gap mass)`` of each panel (centre, half-length ``h``): the Gauss-Legendre bound at
-    its best ``rho``, and a bound on ``|f|`` integrated over the gaps or overlaps at its two ends.
-
-    A zone's panels have centres ``edge + h (2i + 1)`` computed in float64, so neighbouring ends miss each other
-    by at most ``_GAP (|x| + 6)`` (``x`` the end; zones are at most ~2.1 long); there ``|f|`` is within a factor
-    ``1.01`` of ``|f(end)|`` (its log changes by at most ``(|x| + |a| mu)`` times that width).
-    """
-    y = h * (_RHOS - 1.0 / _RHOS) / 2.0
-    ok = mu * y <= np.pi / 2.0
-    ends = np.stack([centres - h, centres + h])
-    log_sup = _lse(-0.5 * ends * ends - _LOG_SQRT_2PI + a * _r(ends, g, mu)
-                                + np.log(_GAP * (np.abs(ends) + 6.0)), axis=0) + np.log(1.01)
-    if not ok.any():
-        return np.full(centres.shape, np.inf), log_sup
-    rho, y = _RHOS[ok], y[ok]
-    reach = h * (rho + 1.0 / rho) / 2.0
-    x_left = centres[:, None] - reach[None, :]
-    x_right = centres[:, None] + reach[None, :]
-    log_m = (_log_phi_max(x_left, x_right) + 0.5 * y * y + a * _r(x_right if a >= 0 else x_left, g, mu)
-             + min(a, 0.0) * np.log(np.cos(mu * y / 2.0)) + v_top * _theta(x_right, y[None, :], g, mu))
-    log_err = np.log(64.0 / 15.0) + np.log(h) + log_m - 2 * _N_NODES * np.log(rho) - np.log(rho * rho - 1.0)
-    return log_err.min(axis=1), log_sup
+    """``(log error bound, log gap mass)`` of each panel for one tilt (:func:`_panel_log_errors_many`)."""
+    log_err, log_sup = _panel_log_errors_many(np.array([float(a)]), g, mu, centres, h, v_top)
+    return log_err[:, 0], log_sup[:, 0]
 
 
 def _layout(a, v_top, g, mu, width):
@@ -392,6 +369,21 @@ def _check_work(frequencies, nodes, v_top):
         )
 
 
+def _term_errors(x, r, h, log_w, log_c, abs_a, peak, v_top, g, mu):
+    """Relative error of each term ``c_j e^(i v r_j)`` at ``|v| <= v_top`` (``abs_a``, ``peak`` and ``log_c`` may
+    carry a leading axis of tilts): the weight; the node (moved by ``dx``: the rule's error and the rounding of
+    ``centre + h xi``; ``|d log f / dx| <= |x| + |z| r'(x)``, ``r' = mu g w / B``, at most 1% larger within
+    ``dx``); ``log c = log w - x^2/2 - log sqrt(2 pi) + a r`` and its exponential after subtracting the peak (four
+    roundings of these magnitudes, 4u each); the error of ``r`` times ``|z|``; the product ``v r`` (``u |v r|``)
+    and the complex exponential (2u)."""
+    dx = NODE_ERROR * h + _U * (np.abs(x) + h) * 1.01
+    z_abs = abs_a + v_top
+    r_slope = mu * np.exp(np.minimum(np.log(g) + mu * x - 0.5 * mu * mu - r, 0.0))  # r' = mu g w / B
+    return (WEIGHT_ERROR + (np.abs(x) + 1e-3 + z_abs * r_slope * 1.01) * dx * 1.01
+            + 4.0 * _U * (1.0 + 0.5 * x * x + np.abs(log_w) + abs_a * np.abs(r) + np.abs(peak) + np.abs(log_c))
+            + z_abs * _r_error(x, r, g, mu) + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
+
+
 def _log_f_enclosure(a, v, g, mu, width):
     flat = v.reshape(-1)
     out = np.empty(flat.shape, dtype=np.complex128)
@@ -415,18 +407,7 @@ def _log_f_enclosure(a, v, g, mu, width):
         dropped = _lse(log_c[~keep]) if (~keep).any() else -np.inf
         x, r, log_w, c = x[keep], r[keep], log_w[keep], np.exp(log_c[keep] - peak)
         h = np.repeat(h, _N_NODES)[keep]
-        # relative error of each term at |v| <= v_top: the weight; the node (moved by dx: the rule's error and the
-        # rounding of centre + h xi; |d log f / dx| <= |x| + |z| r'(x), r' = mu g w / B, at most 1% larger within
-        # dx); log c = log w - x^2/2 - log sqrt(2 pi) + a r
-        # and its exponential after subtracting the peak (four roundings of these magnitudes, 4u each); the error
-        # of r times |z|; the product v r (u |v r|) and the complex exponential (2u)
-        dx = NODE_ERROR * h + _U * (np.abs(x) + h) * 1.01
-        z_abs = abs(a) + v_top
-        rho_r = _r_error(x, r, g, mu)
-        r_slope = mu * np.exp(np.minimum(np.log(g) + mu * x - 0.5 * mu * mu - r, 0.0))  # r' = mu g w / B
-        eps = (WEIGHT_ERROR + (np.abs(x) + 1e-3 + z_abs * r_slope * 1.01) * dx * 1.01
-               + 4.0 * _U * (1.0 + 0.5 * x * x + np.abs(log_w) + abs(a) * np.abs(r) + abs(peak) + np.abs(log_c[keep]))
-               + z_abs * rho_r + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
+        eps = _term_errors(x, r, h, log_w, log_c[keep], abs(a), peak, v_top, g, mu)
         sums, shift, phase_errors, sum_error = _phase_sums(part, r, c)
         # the frequency split of _phase_sums (|e^(i d r) - 1| <= |d r|) and its one extra complex product
         eps = np.expm1(eps + phase_errors + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
@@ -537,15 +518,7 @@ def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0)
     peak = np.max(log_c, axis=1)
     c = np.exp(log_c - peak[:, None])
     sums = np.sum(c, axis=1)
-    # per-term relative errors, as in _log_f_enclosure with v = 0
-    dx = NODE_ERROR * hx + _U * (np.abs(x) + hx) * 1.01
-    rho_r = _r_error(x, r, g, mu)
-    r_slope = mu * np.exp(np.minimum(np.log(g) + mu * x - 0.5 * mu * mu - r, 0.0))
-    abs_a = np.abs(a)[:, None]
-    eps = (WEIGHT_ERROR + (np.abs(x) + 1e-3 + abs_a * r_slope * 1.01) * dx * 1.01
-           + 4.0 * _U * (1.0 + 0.5 * x * x + np.abs(log_w) + abs_a * np.abs(r) + np.abs(peak)[:, None]
-                         + np.abs(log_c))
-           + abs_a * rho_r + 2.0 * _U)
+    eps = _term_errors(x, r, hx, log_w, log_c, np.abs(a)[:, None], peak[:, None], 0.0, g, mu)
     eps = np.expm1(eps + 8.0 * _U) * 1.01 + 8.0 * _U
     rounding = np.sum(c * eps, axis=1) * (1.0 + 1e-12) + (x.size + 2.0) * _U * sums * (1.0 + eps.max(axis=1))
     log_left, log_right = _log_tails_many(a, g, mu, lo, hi)
@@ -562,8 +535,15 @@ def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0)
     return value.astype(np.complex128), np.array([_slack(float(e)) for e in log_err])
 
 
-def _panel_log_errors_many(a, g, mu, centres, h):
-    """:func:`_panel_log_errors` at ``v = 0`` for every tilt in ``a``: arrays of shape ``(panels, A)``."""
+def _panel_log_errors_many(a, g, mu, centres, h, v_top=0.0):
+    """``(log error bound, log gap mass)`` of each panel (centre, half-length ``h``) for every tilt in ``a``
+    (arrays of shape ``(panels, A)``): the Gauss-Legendre bound at its best ``rho`` for ``|v| <= v_top``, and a
+    bound on ``|f|`` integrated over the gaps or overlaps at its two ends.
+
+    A zone's panels have centres ``edge + h (2i + 1)`` computed in float64, so neighbouring ends miss each other
+    by at most ``_GAP (|x| + 6)`` (``x`` the end; zones are at most ~2.1 long); there ``|f|`` is within a factor
+    ``1.01`` of ``|f(end)|`` (its log changes by at most ``(|x| + |a| mu)`` times that width).
+    """
     y = h * (_RHOS - 1.0 / _RHOS) / 2.0
     ok = mu * y <= np.pi / 2.0
     ends = np.stack([centres - h, centres + h])  # (2, P)
@@ -579,6 +559,8 @@ def _panel_log_errors_many(a, g, mu, centres, h):
     r_end = np.where(a[None, None, :] >= 0, _r(x_right, g, mu)[..., None], _r(x_left, g, mu)[..., None])
     log_m = ((_log_phi_max(x_left, x_right) + 0.5 * y * y)[..., None] + a[None, None, :] * r_end
              + np.minimum(a, 0.0)[None, None, :] * np.log(np.cos(mu * y / 2.0))[None, :, None])
+    if v_top:
+        log_m = log_m + (v_top * _theta(x_right, y[None, :], g, mu))[..., None]
     log_err = (np.log(64.0 / 15.0) + np.log(h) + log_m
                - (2 * _N_NODES * np.log(rho) + np.log(rho * rho - 1.0))[None, :, None])
     return log_err.min(axis=1), log_sup
