@@ -16,15 +16,24 @@ and using the joint convexity of ``exp((l - 1) D_l)``, both ``D_l(C || R)`` and 
 ``eps_k`` the RDP of the batch mechanism when ``k`` batch records are replaced (group privacy: a Gaussian or Laplace
 query with ``k`` times the replace-one sensitivity, ``k epsilon`` for pure DP). The RDP of the sampled mechanism is
 then the Poisson-subsampled RDP (thesis Thm 2.3.1, any base) of a mechanism with curve ``eps_C`` at rate ``gamma``:
-a proven upper bound. No dominating pair is proven here, so the characteristic-function accountant refuses it.
+a proven upper bound (below: "the Jensen bound").
 
-**The bound is loose**, often uselessly so in DP-SGD regimes: the convexity step averages ``exp((l-1) eps_K)`` over
-the number of repeats ``K`` (Jensen), and the rare event of a record drawn several times carries a Renyi divergence
-growing with ``K^2``. Measured: the realised Gaussian pair's divergence is 2x to 200x below this bound at small
-sizes (tests/mechanisms/test_with_replacement.py), and for sigma 1.1, sensitivity 2, 256 of 60,000, 1,000 steps,
-the RDP accountant reports epsilon about 1940 at delta 1e-5 (6.30 without replacement). :meth:`approximate` drops
-repeats beyond the first ``r`` with ``P(K > r) <= 1e-15`` (charged as delta), which helps for small noise
-multipliers of the group curve but not in that regime. Prefer Poisson sampling or sampling without replacement.
+**Gaussian base: a proven dominating pair** (proof in :mod:`mechanisms.with_replacement_pld`): for removal
+``P = sum_k Bin(b, 1/n)(k) N(k Delta, sigma^2)`` against ``Q = N(0, sigma^2)``, ``(Q, P)`` for addition (for the core
+of :meth:`approximate`, the weights conditioned on ``K <= r``). :meth:`dominating_mechanism` returns it as
+:class:`~mechanisms.with_replacement_pld.WithReplacementPair`, described by proven loss buckets, which the
+characteristic-function accountant composes (privacy buckets). The RDP is then the minimum of the Jensen bound and
+the pair's own divergences: removal exact at integer orders (``l``-fold convolution of the weights, rounded up),
+real orders by the chord of the convex ``(l - 1) D_l`` (van Erven & Harremoes 2014), addition by the upper bounds
+of :func:`~mechanisms.with_replacement_pld.add_rdp_upper`.
+
+**The Jensen bound is loose**, often uselessly so in DP-SGD regimes: the convexity step averages
+``exp((l-1) eps_K)`` over the number of repeats ``K``, and the rare event of a record drawn several times carries
+a Renyi divergence growing with ``K^2``. Renyi divergences of the exact pair are smaller but still dominated by
+that rare event; the characteristic-function accountant (which composes the pair's privacy-loss distribution
+itself) is the tight one here. Measured (benchmarks/RESULTS.md, "Fixed-size batches with replacement"): sigma
+1.1, sensitivity 2, 256 of 60,000, 1,000 steps, delta 1e-5. :meth:`approximate` drops repeats beyond the first
+``r`` with ``P(K > r) <= 1e-15`` (charged as delta). Prefer Poisson sampling or sampling without replacement.
 
 The batch mechanism is described under replace-one of a batch record (as for
 :class:`~mechanisms.fixed_size_sampling.SampledWithoutReplacement`).
@@ -47,6 +56,7 @@ from dpledger.mechanisms.laplace import LaplaceMechanism
 from dpledger.mechanisms.non_private import NonPrivateMechanism
 from dpledger.mechanisms.randomized_response import PureDPMechanism, RandomizedResponse
 from dpledger.mechanisms.subsampled import PoissonSubsampled
+from dpledger.mechanisms.subsampled_rdp import chord_rdp
 from dpledger.mechanisms.zcdp import CustomRDPMechanism
 
 __all__ = ["SampledWithReplacement", "group_mechanism"]
@@ -86,8 +96,9 @@ def _(mechanism: RandomizedResponse, k):
 class SampledWithReplacement(Mechanism):
     """``mechanism`` run on a batch of ``batch_size`` independent uniform draws (with replacement) from a data set
     of ``dataset_size`` records; add-or-remove-one, the batch mechanism described under replace-one of a batch
-    record. RDP only (see the module docstring for the proof); Gaussian, Laplace, pure-DP and randomized-response
-    bases (whose group privacy is known).
+    record. Proven RDP for Gaussian, Laplace, pure-DP and randomized-response bases (whose group privacy is
+    known); for a Gaussian base also a proven dominating pair (:meth:`dominating_mechanism`) and the tighter RDP
+    of that pair (see the module docstring for the proofs).
 
     Examples
     --------
@@ -191,15 +202,67 @@ class SampledWithReplacement(Mechanism):
             out[fin] = value + 1e-10 * (1.0 + np.abs(value))
         return out
 
-    def _rdp(self, orders):
+    def _jensen_rdp(self, orders):
         gamma = self.sampling_probability
         if gamma == 0.0:
             return np.zeros(orders.shape)
         mixture = CustomRDPMechanism(self._mixture_curve, name="replaced batch slots, given at least one")
         return PoissonSubsampled(mixture, sampling_probability=gamma).rdp(orders)
 
+    def _rdp(self, orders):
+        jensen = self._jensen_rdp(orders)
+        if not isinstance(self.mechanism, GaussianMechanism) or self.batch_size == 0:
+            return jensen
+        return np.minimum(jensen, self._pair_rdp(orders))
+
+    def _pair_rdp(self, orders):
+        """The Gaussian pair's Renyi divergences, the larger of the two directions (``inf`` where not computed)."""
+        from dpledger.mechanisms import with_replacement_pld as pld
+
+        log_w, err = pld.log_weights(self.batch_size, self.dataset_size, self.max_repeats)
+        mu = self.mechanism.sensitivity / self.mechanism.sigma
+        out = np.full(orders.shape, np.inf)
+        fin = np.isfinite(orders) & (orders <= pld.MAX_MOMENT_ORDER)
+        if not fin.any():
+            return out
+        sub = orders[fin]
+
+        def integer_remove(a):
+            a = np.asarray(a, dtype=np.float64)
+            moments = pld.remove_log_moments(a, mu, log_w, err)
+            value = moments / (a - 1.0)
+            return value + 4.0 * pld.EPS * np.abs(value)
+
+        integer = sub == np.round(sub)
+        remove = np.empty(sub.shape)
+        if integer.any():
+            remove[integer] = integer_remove(sub[integer])
+        if (~integer).any():
+            chord = chord_rdp(sub[~integer], integer_remove)
+            chord = chord + 8.0 * pld.EPS * np.abs(chord)  # the chord's few operations
+            remove[~integer] = np.minimum(chord, pld.remove_rdp_quadrature(sub[~integer], mu, log_w, err))
+
+        def subsampled(a, g):
+            return PoissonSubsampled(self.mechanism, sampling_probability=g).rdp(a)
+
+        add = pld.add_rdp_upper(sub, mu, log_w, err, subsampled)
+        out[fin] = np.maximum(remove, add)
+        return out
+
+    def dominating_mechanism(self) -> Mechanism:
+        """For a Gaussian base: :class:`~mechanisms.with_replacement_pld.WithReplacementPair`, the proven
+        dominating pair (module docstring) described by proven loss buckets. Otherwise ``self`` (no pair: the
+        characteristic-function accountant refuses it)."""
+        if isinstance(self.mechanism, GaussianMechanism):
+            from dpledger.mechanisms.with_replacement_pld import WithReplacementPair
+
+            return WithReplacementPair(self.mechanism, batch_size=self.batch_size, dataset_size=self.dataset_size,
+                                       max_repeats=self.max_repeats)
+        return self
+
     def _log_mgf(self, s):
         raise MissingCapabilityError(
-            "SampledWithReplacement has no proven dominating pair (only an RDP bound), so the characteristic-function "
-            "accountant cannot compose it; use RDPAccountant."
+            "SampledWithReplacement has a proven dominating pair only for a GaussianMechanism base (only an RDP "
+            f"bound for {type(self.mechanism).__name__}), so the characteristic-function accountant cannot compose "
+            "it; use RDPAccountant."
         )
