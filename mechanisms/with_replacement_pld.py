@@ -258,8 +258,10 @@ def _inverse(edges, mu, log_w, err):
             d[todo] *= 4.0
         out.append(end)
     # below the infimum (certified: e + its rounding < computed log w_min - its error): L > e everywhere
-    nowhere = edges * (1.0 + 2.0 * _U) + 2.0 * _U < lw[0] - _support(log_w, err)[2][0]
-    out[1][nowhere] = -np.inf
+    # (only with a k = 0 term: otherwise L decreases to -inf)
+    if ks[0] == 0:
+        nowhere = edges * (1.0 + 2.0 * _U) + 2.0 * _U < lw[0] - _support(log_w, err)[2][0]
+        out[1][nowhere] = -np.inf
     return out[0], out[1]
 
 
@@ -384,14 +386,16 @@ def _loss_on_grid(mu, log_w, err):
     eta = (er + e0)[:, None] + 8.0 * _U * ((np.abs(lr) + abs(l0))[:, None] + np.abs(lin)
                                            + (rest * rest * half)[:, None])
     eta = 2.0 * eta.max(axis=0)
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         total = np.exp(c).sum(axis=0)
         rho = np.expm1(eta) + (2.0 * rest.size + 4.0) * _U * 2.0  # S within the relative rho (rho << 1)
         log1p_s = np.log1p(total)
         value = l0 + log1p_s
         share = np.where(np.isinf(total), 1.0, total / (1.0 + total))  # S / (1 + S): d log1p(S) / d log S
         l_err = e0 + 2.0 * rho * share + 4.0 * _U * (np.abs(log1p_s) + np.abs(value) + abs(l0))
-    return x, value - 2.0 * l_err, value + 2.0 * l_err
+    finite = np.isfinite(value)  # an overflowed S: the loss bound is +inf at both ends (the order's bound: inf)
+    return x, np.where(finite, value - 2.0 * np.where(finite, l_err, 0.0), np.inf), np.where(
+        finite, value + 2.0 * np.where(finite, l_err, 0.0), np.inf)
 
 
 def _f_upper(ell, alpha):
