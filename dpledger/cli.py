@@ -124,8 +124,9 @@ def _add_composition_options(parser, *, calibrate=False):
                        "(default), without-replacement (fixed-size batches; needs --sensitivity under replace-one "
                        "of a batch record, 2 C for summed gradients clipped to C), random-allocation (each record in "
                        "exactly one of ceil(N / B) steps per epoch; --epochs or --count counts epochs; amplified for "
-                       "the Gaussian in the RDP accountant only), with-replacement (RDP accountant only, a loose "
-                       "bound; needs --sensitivity like without-replacement)")
+                       "the Gaussian in the RDP accountant only), with-replacement (both accountants for the Gaussian: "
+                       "a proven dominating pair; RDP only for other bases; needs --sensitivity like "
+                       "without-replacement)")
     group.add_argument("--count", dest="count", action=_EntryItem, type=integer, metavar="N",
                        help=f"how many times the entry runs (default {COMMON['count']})")
     group.add_argument("--spec", metavar="FILE", help="read the composition from a JSON file (- for stdin)")

@@ -172,8 +172,9 @@ TRAINING = ("epochs", "batch_size", "dataset_size")
 #: add-or-remove-one, thesis Thm 3.3.5(2)), whose mechanism is described under replace-one of a batch record,
 #: so its sensitivity must be given explicitly. ``random-allocation`` uses every record in exactly one of
 #: ``ceil(dataset_size / batch_size)`` steps per epoch (:class:`mechanisms.RandomAllocation`; ``count`` = epochs).
-#: ``with-replacement`` (:class:`mechanisms.SampledWithReplacement`) has a proven but loose RDP bound only, and
-#: needs ``sensitivity`` like ``without-replacement``.
+#: ``with-replacement`` (:class:`mechanisms.SampledWithReplacement`) has a proven dominating pair for the Gaussian
+#: (both accountants) and an RDP bound only for other bases, and needs ``sensitivity`` like
+#: ``without-replacement``.
 SAMPLERS = ("poisson", "without-replacement", "with-replacement", "random-allocation")
 _FIXED_SIZE = ("without-replacement", "with-replacement")
 #: Top-level keys of a ``dpledger ... --json`` report, besides "mechanisms": such a report reads back as a spec.

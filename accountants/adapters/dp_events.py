@@ -75,8 +75,9 @@ def from_dp_event(event: dp_accounting.DpEvent) -> Mechanism:
                                         a batch record (a GaussianDpEvent's noise multiplier is relative to the
                                         replace-one sensitivity); Gaussian trees merged as for Poisson
     SampledWithReplacement-             ``SampledWithReplacement(from_dp_event(e), batch_size=m,
-    DpEvent(n, m, e)                    dataset_size=n)`` (RDP only, a loose bound; ``e`` read as above; a
-                                        base without known group privacy is refused)
+    DpEvent(n, m, e)                    dataset_size=n)`` (``e`` read as above; a Gaussian base has a
+                                        proven dominating pair, other bases RDP only; a base without
+                                        known group privacy is refused)
     SelfComposedDpEvent(e, n)           ``SelfComposed(from_dp_event(e), count=n)``
     ComposedDpEvent(es)                 ``Composed([...])``
     ==================================  ===============================================================

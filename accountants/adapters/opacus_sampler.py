@@ -181,8 +181,9 @@ def inspect_data_loader(data_loader: Any, *, accumulation_steps: int = 1) -> Sam
             return SamplerReport(
                 SamplerKind.WITH_REPLACEMENT, False, rate, b, n, k,
                 f"RandomSampler(replacement=True): fixed-size batches of {b} drawn with replacement, not Poisson "
-                "sampling; dpledger has only a loose RDP bound for this sampler (mechanisms.SampledWithReplacement, "
-                "its batch mechanism under replace-one: sensitivity 2 C) and no dominating pair. " + _FIX)
+                "sampling; account for it with mechanisms.SampledWithReplacement (its batch mechanism under "
+                "replace-one: sensitivity 2 C; a proven dominating pair for the Gaussian, composed by the "
+                "characteristic-function accountant). " + _FIX)
         return SamplerReport(
             SamplerKind.SHUFFLED, False, rate, b, n, k,
             f"a shuffled loader: each epoch is a random permutation cut into batches of {b}, so the batches of an "

@@ -1,5 +1,6 @@
 """dp_accounting's fixed-size sampling events: SampledWithoutReplacementDpEvent (thesis Thm 3.3.5(2),
-add-or-remove-one) and SampledWithReplacementDpEvent (RDP only) are accepted."""
+add-or-remove-one) and SampledWithReplacementDpEvent (a dominating pair for a Gaussian base, RDP only otherwise)
+are accepted."""
 
 import numpy as np
 import pytest

@@ -122,6 +122,18 @@ def test_with_replacement_from_flags_uses_the_rdp_bound(capsys):
     assert data["mechanisms"][0]["sampler"] == "with-replacement"
 
 
+def test_with_replacement_goes_through_the_fourier_accountant(capsys):
+    code, out, err = run(capsys, "epsilon", "--mechanism", "gaussian", "--sigma", "4", "--sensitivity", "2",
+                         "--sampler", "with-replacement", "--batch-size", "10", "--dataset-size", "1000",
+                         "--count", "100", "--delta", "1e-5", "--accountant", "fourier", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    m = SampledWithReplacement(GaussianMechanism(sigma=4.0, sensitivity=2.0), batch_size=10, dataset_size=1000)
+    fourier = FourierAccountant().compose(m, count=100).get_epsilon(1e-5)
+    assert data["results"][0]["epsilon"] == pytest.approx(fourier, rel=1e-9)
+    assert fourier < RDPAccountant().compose(m, count=100).get_epsilon(1e-5)
+
+
 def test_poisson_is_the_default_and_can_be_named(capsys):
     a = run(capsys, "epsilon", "--mechanism", "gaussian", "--sigma", "1.1", "--batch-size", "256",
             "--dataset-size", "60000", "--count", "100", "--delta", "1e-5", "--json")[1]
