@@ -45,7 +45,10 @@ Assumed: the batch mechanism is a Gaussian mechanism in the literal sense above 
 of replace-one L2 sensitivity ``Delta``; the query may depend on the order of the slots); ``n`` and ``b`` public.
 The proof does not use the slots' independence, only the distribution of ``S`` and ``||v_S|| <= |S| mu``.
 The pair is realised (a one-dimensional sum, the record ``Delta``, all others 0), so its divergences are also
-lower bounds for that query and every proven bound on the mechanism is one on the pair.
+lower bounds for that query and every proven bound on the mechanism is one on the pair. Conversely its Renyi
+divergences bound the mechanism's: a pair dominated for every ``alpha >= 0`` is a post-processing of the dominating
+pair (Blackwell's theorem for binary experiments, Dong, Roth & Su 2019, Thm 2.10), and Renyi divergences do not
+increase under post-processing.
 
 **Renyi divergences** (:func:`remove_log_moments`, :func:`add_rdp_upper`):
 
@@ -431,6 +434,8 @@ def remove_rdp_quadrature(orders: np.ndarray, mu: float, log_w: np.ndarray, err:
     use = np.isfinite(orders) & (orders > 1.0) & (orders <= 2.0)
     if ks[0] != 0 or ks.size < 2 or not use.any():
         return out
+    if (2.0 * _Z + 2.0 * ks[-1] * mu) / QUADRATURE_STEP * ks.size > MOMENT_BUDGET:
+        return out  # too many points or terms (large batches without max_repeats): the other bounds apply
     x, l_lo, l_hi = _loss_on_grid(float(mu), tuple(np.asarray(log_w).tolist()), tuple(np.asarray(err).tolist()))
     if l_hi[0] > 0.0 or l_lo[-1] < 0.0:
         return out
