@@ -63,8 +63,9 @@ increase under post-processing.
   + g X)^-m]`` is convex in ``g`` with its minimum 1 at ``g = 0``).
 
 **Loss buckets** (:func:`with_replacement_buckets`): ``L`` is strictly increasing in ``x`` (a sum of increasing
-exponentials), so ``L <= e`` iff ``x <= x(e)``; ``x(e)`` is enclosed by certified bisection ends (``L~(x) +-
-err(x)`` against ``e``, :func:`loss_enclosure`), ``-inf`` when ``e <= log w_0`` cannot be excluded. The bucket
+exponentials), so ``L <= e`` iff ``x <= x(e)``; ``x(e)`` is enclosed by two points at which ``L <= e`` and
+``L >= e`` were certified with every rounding bounded (:func:`_side`, :func:`_inverse`), ``-inf`` below the infimum
+``log w_0``. The bucket
 masses are sums of ``w_k`` times normal-CDF intervals enclosed by :func:`mechanisms.loss_buckets.normal_cdf_bounds`.
 
 Rounding: ``exp``, ``log``, ``log1p`` and the basic operations are within 2 ulps (``u = 2^-53``); every error bound
@@ -215,8 +216,8 @@ def _side(x, edges, mu, log_w, err):
 
 def _inverse(edges, mu, log_w, err):
     """``(x_lo, x_hi)`` with ``x_lo <= x(e) <= x_hi`` where ``L(x(e)) = e``: Newton steps give an estimate ``x~``,
-    then the ends ``x~ -+ d`` are kept only where ``L~ + err <= e`` (low end) or ``L~ - err >= e`` (high end) was
-    checked (:func:`loss_enclosure`), ``d`` growing fourfold until they are; a low end never certified is ``-inf``
+    then the ends ``x~ -+ d`` are kept only where ``L <= e`` (low end) or ``L >= e`` (high end) was certified
+    (:func:`_side`), ``d`` growing fourfold until they are; a low end never certified is ``-inf``
     (``e`` within the loss's error of its infimum ``log w_min``), a high end never certified ``+inf``. Since ``L``
     is increasing, the exact ``x(e)`` lies between certified ends: no step of the estimate needs to be proven."""
     ks, lw, _ = _support(log_w, err)
