@@ -105,7 +105,7 @@ class DPAccountingAccountant:
             mechanism = from_dp_event(event)
         except (UnsupportedTranslationError, ValueError, TypeError) as exc:
             return None, details(invalid_event=event, error_message=str(exc))
-        if self._method == "fourier" and not self._accountant.supports(mechanism):
+        if self._method == "fourier" and not self._fourier_supports(mechanism):
             if _common.contains(mechanism, NonPrivateMechanism):
                 return mechanism, None
             return None, details(
@@ -114,6 +114,12 @@ class DPAccountingAccountant:
                 "accountant; use method='rdp'.",
             )
         return mechanism, None
+
+    def _fourier_supports(self, mechanism):
+        """The Fourier accountant composes ``mechanism`` as it is, or its unfolded runs (:func:`_runs`)."""
+        if self._accountant.supports(mechanism):
+            return True
+        return all(self._accountant.supports(m) for m, _ in _runs(mechanism, 1))
 
     def _maybe_compose(self, event, count, do_compose):
         """dp_accounting's hook: ``None`` if ``event`` is supported (composing it ``count`` times when
@@ -124,6 +130,9 @@ class DPAccountingAccountant:
         if do_compose:
             if self._method == "fourier" and _common.contains(mechanism, NonPrivateMechanism):
                 self._non_private = True
+            elif self._method == "fourier" and not self._accountant.supports(mechanism):
+                for part, times in _runs(mechanism, count):
+                    self._accountant.compose(part, count=times)
             else:
                 self._accountant.compose(mechanism, count=count)
         return None
@@ -200,3 +209,17 @@ def _register(pa):
     if not _REGISTERED:
         pa.PrivacyAccountant.register(DPAccountingAccountant)
         _REGISTERED.append(True)
+
+
+def _runs(mechanism, count):
+    """``[(mechanism, count), ...]`` with ``SelfComposed`` and ``Composed`` unfolded: the same composition. Used
+    only where the folded mechanism is refused: unfolded, a part described by loss buckets rather than a
+    characteristic function (``SampledWithReplacement``'s or ``RandomAllocation``'s pairs) is accepted inside a
+    ``SelfComposedDpEvent`` or ``ComposedDpEvent``."""
+    from dpledger.mechanisms.composition import Composed, SelfComposed
+
+    if isinstance(mechanism, SelfComposed):
+        return _runs(mechanism.mechanism, count * mechanism.count)
+    if isinstance(mechanism, Composed):
+        return [run for part in mechanism.mechanisms for run in _runs(part, count)]
+    return [(mechanism, count)]

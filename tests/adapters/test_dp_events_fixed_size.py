@@ -72,3 +72,17 @@ def test_with_replacement_event_translates_and_a_base_without_group_privacy_is_r
     bad = ev.SampledWithReplacementDpEvent(100, 10, ev.ZCDpEvent(0.1))
     with pytest.raises(UnsupportedTranslationError, match=r"SampledWithReplacementDpEvent \(at root\).*group"):
         from_dp_event(bad)
+
+
+def test_the_fourier_method_composes_with_replacement_inside_self_composed_events():
+    """DP-SGD's usual event, SelfComposed(SampledWithReplacement(Gaussian)): the Fourier method unfolds the
+    composition and composes the proven pair (its loss buckets), exactly as the Fourier accountant does."""
+    from dpledger.accountants import FourierAccountant
+
+    event = ev.SelfComposedDpEvent(ev.SampledWithReplacementDpEvent(1000, 10, ev.GaussianDpEvent(2.0)), 50)
+    acc = DPAccountingAccountant(method="fourier")
+    assert acc.supports(event)
+    acc.compose(ev.ComposedDpEvent([event, ev.GaussianDpEvent(20.0)]), count=2)
+    m = SampledWithReplacement(GaussianMechanism(sigma=2.0), batch_size=10, dataset_size=1000)
+    direct = FourierAccountant().compose(m, count=100).compose(GaussianMechanism(sigma=20.0), count=2)
+    assert acc.get_epsilon(1e-5) == pytest.approx(direct.get_epsilon(1e-5), rel=1e-12)
