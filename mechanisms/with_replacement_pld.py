@@ -77,6 +77,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -462,7 +463,8 @@ def remove_rdp_quadrature(orders: np.ndarray, mu: float, log_w: np.ndarray, err:
     return out
 
 
-def add_rdp_upper(orders: np.ndarray, mu: float, log_w: np.ndarray, err: np.ndarray, subsampled_rdp) -> np.ndarray:
+def add_rdp_upper(orders: np.ndarray, mu: float, log_w: np.ndarray, err: np.ndarray,
+                  subsampled_rdp: Callable[[np.ndarray, float], np.ndarray]) -> np.ndarray:
     """Upper bounds on ``D_l(Q || P)`` at real orders ``l > 1`` (``inf`` included: pure DP only where
     ``subsampled_rdp`` gives it): the smaller of ``min_j (-log w_j + l j^2 mu^2 / 2)`` and ``-log(w_0 + w_1) +
     subsampled_rdp(l, g)`` with ``g = w_1 / (w_0 + w_1)`` rounded up (module docstring). ``subsampled_rdp(orders,
