@@ -48,6 +48,7 @@ __all__ = [
     "AccuracyError",
     "COMPLEMENT_SWITCH",
     "chernoff_epsilon",
+    "coarse_chernoff_epsilon",
     "direction_delta_bounds",
     "direction_epsilon_bounds",
     "max_delta_bounds",
@@ -235,6 +236,31 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping):
     return result
 
 
+def _chernoff_grid(cap):
+    """The dampings first evaluated by :func:`chernoff_epsilon` (41, geometric from 1e-3 to ``min(1e3, cap)``)."""
+    return np.geomspace(1e-3, min(1e3, cap), 41)
+
+
+def _chernoff_objective(lm, log_delta, kappa):
+    """``(log M(kappa) + log(kappa^kappa / (1 + kappa)^(1 + kappa)) - log delta) / kappa`` at each damping."""
+    log_m = np.real(lm(kappa.astype(np.complex128)))
+    return (log_m + log_chernoff_constant(kappa) - log_delta) / kappa
+
+
+def coarse_chernoff_epsilon(lm, log_delta, cap):
+    """The Chernoff epsilon of :func:`chernoff_epsilon` minimised over every fifth damping of its first grid only
+    (nine dampings, no refinement): an upper bound on epsilon as well, up to float64 rounding (the Chernoff bound
+    holds at every damping ``kappa > 0``, Balle et al. 2020, Thm 21), at about a seventh of the evaluations.
+
+    :func:`max_epsilon_bounds` orders the directions by it and passes it to :func:`direction_epsilon_bounds`, so
+    that a direction it already shows unable to decide the maximum (a DP-SGD ledger's add direction) costs no
+    full Chernoff search (whose log MGF evaluations at real tilts are the enclosures of the subsampled Gaussian).
+    """
+    kappa = _chernoff_grid(cap)[::5]
+    values = _chernoff_objective(lm, log_delta, kappa)
+    return max(float(np.min(np.where(np.isnan(values), np.inf, values))), 0.0)
+
+
 def chernoff_epsilon(lm, log_delta, cap):
     """``(epsilon, kappa)``: the Chernoff epsilon ``min_kappa (log M(kappa) + log(kappa^kappa / (1 + kappa)^(1 +
     kappa)) - log delta) / kappa`` of log MGF ``lm`` over ``0 < kappa <= cap`` (the improved RDP conversion at
@@ -242,11 +268,9 @@ def chernoff_epsilon(lm, log_delta, cap):
     bound on delta is at most ``delta``, so it is an upper bound on epsilon (up to float64 rounding)."""
 
     def objective(orders):
-        kappa = np.asarray(orders) - 1.0
-        log_m = np.real(lm(kappa.astype(np.complex128)))
-        return (log_m + log_chernoff_constant(kappa) - log_delta) / kappa
+        return _chernoff_objective(lm, log_delta, np.asarray(orders) - 1.0)
 
-    grid = 1.0 + np.geomspace(1e-3, min(1e3, cap), 41)
+    grid = 1.0 + _chernoff_grid(cap)
     opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
     hi, kappa = max(opt.value, 0.0), opt.order - 1.0
     if kappa > cap:  # the Chernoff epsilon at the capped damping is a valid (larger) bracket
@@ -256,9 +280,18 @@ def chernoff_epsilon(lm, log_delta, cap):
 
 
 def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, max_damping, floor=0.0,
-                             bracket=None):
+                             bracket=None, coarse=None):
     """See :func:`_direction_epsilon_bounds`; a plan that cannot bound its truncation (:class:`TruncationLimit`)
-    fails at once, with the Chernoff epsilon as its certified upper end."""
+    fails at once, with the Chernoff epsilon as its certified upper end.
+
+    ``coarse``, if given, is :func:`coarse_chernoff_epsilon` of ``lm``: an upper bound on this direction's epsilon
+    (after the same rounding slack as the Chernoff bracket's); where it is at most ``floor`` the direction cannot
+    decide the maximum (:func:`max_epsilon_bounds`) and returns ``(0, 0, that bound)`` before any other work, as
+    :func:`_direction_epsilon_bounds` does with the full Chernoff bracket."""
+    if coarse is not None and bracket is None:
+        coarse_upper = coarse * (1.0 + _CHERNOFF_SLACK) + 1e-12
+        if coarse_upper <= floor:
+            return Bounds(0.0, 0.0, coarse_upper), None
     if bracket is None:
         bracket = chernoff_epsilon(lm, log_delta, max_damping)
     try:
@@ -354,18 +387,19 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     ``[L_s, U_s]``, so it is as accurate; a direction ``f`` that failed is then irrelevant as long as ``U_f <=
     U_s`` (its lower bound, 0, cannot raise ``max L`` either). Hence :class:`AccuracyError` is raised exactly
     when a failed direction's upper bound exceeds the upper bounds of all directions that did not fail. The
-    directions are searched in decreasing order of their Chernoff epsilons, a later search stopping once its
-    upper bound is at most the largest lower bound found so far (``floor``): such a direction ``d`` has
-    ``U_d <= L_j <= U_j`` for an earlier ``j``, so it attains ``max U`` only if ``j`` does, with ``L_j = U_j``
-    when ``j`` failed (a reported interval of zero width).
+    directions are searched in decreasing order of their coarse Chernoff epsilons (:func:`coarse_chernoff_epsilon`;
+    the order only affects the work done), a later search stopping once an upper bound it has (the coarse
+    Chernoff epsilon first, then the full Chernoff bracket, then the inverted one) is at most the largest lower
+    bound found so far (``floor``): such a direction ``d`` has ``U_d <= L_j <= U_j`` for an earlier ``j``, so it
+    attains ``max U`` only if ``j`` does, with ``L_j = U_j`` when ``j`` failed (a reported interval of zero width).
     """
-    brackets = [chernoff_epsilon(lm, log_delta, max_damping) for _, lm, _ in directions]
-    order = sorted(range(len(directions)), key=lambda i: -brackets[i][0])
+    coarse = [coarse_chernoff_epsilon(lm, log_delta, max_damping) for _, lm, _ in directions]
+    order = sorted(range(len(directions)), key=lambda i: -coarse[i])
     floor, parts = 0.0, []
     for i in order:
         direction, lm, sup = directions[i]
         bounds, failure = direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol, max_terms=max_terms,
-                                                   max_damping=max_damping, floor=floor, bracket=brackets[i])
+                                                   max_damping=max_damping, floor=floor, coarse=coarse[i])
         parts.append((bounds, failure))
         floor = max(floor, bounds.lower)
     result = Bounds(*(max(getattr(b, f) for b, _ in parts) for f in ("lower", "estimate", "upper")))

@@ -241,20 +241,25 @@ class PoissonSubsampled(Mechanism):
         huge = integer & (orders > 2.0**53)  # beyond exact integers: the pure-DP cap below applies
         out[huge] = np.inf
         integer &= ~huge
+        # A bound the base knows for itself (the Gaussian's exact series at fractional orders; each order's value
+        # independent of the others asked for), computed once and used both below and as the fractional values.
+        own = np.asarray(self.mechanism.subsampled_rdp_bound(orders, q), dtype=np.float64)
         if integer.any():
             out[integer] = self._integer_rdp(orders[integer])
         if frac.any():
-            out[frac] = self._fractional_rdp(orders[frac])
+            out[frac] = self._fractional_rdp(orders[frac], own[frac])
         # Subsampling is never worse than the base (joint quasi-convexity of the Renyi divergence), nor worse
-        # than the subsampled pure-DP bound (D_alpha <= D_inf), nor than a bound the base knows for itself.
-        own = np.asarray(self.mechanism.subsampled_rdp_bound(orders, q), dtype=np.float64)
+        # than the subsampled pure-DP bound (D_alpha <= D_inf), nor than the base's own bound.
         return np.fmin(np.minimum(np.minimum(out, pure), self.mechanism.rdp(orders)), own)
 
-    def _fractional_rdp(self, orders):
+    def _fractional_rdp(self, orders, own=None):
         """The exact series for a Gaussian base (each order with its own truncation, so a value does not depend
-        on the other orders asked for); the chord between integer orders (always valid) otherwise, and where
-        the value is so small that the series' float64 slack matters."""
-        values = np.asarray(self.mechanism.subsampled_rdp_bound(orders, self.sampling_probability), dtype=np.float64)
+        on the other orders asked for; ``own``, if given, is the base's ``subsampled_rdp_bound`` at ``orders``,
+        already computed); the chord between integer orders (always valid) otherwise, and where the value is so
+        small that the series' float64 slack matters."""
+        if own is None:
+            own = self.mechanism.subsampled_rdp_bound(orders, self.sampling_probability)
+        values = np.array(own, dtype=np.float64)
         # The chord where there is no series value, or where the series' float64 slack (about 1e-14 in
         # log A) is not small against the value itself.
         chord = np.isnan(values) | ((orders - 1.0) * values < 1e-9)
