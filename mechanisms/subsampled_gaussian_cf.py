@@ -26,7 +26,8 @@ Approximation Practice*, Thm 19.3, scaled to a panel). ``M`` is bounded by (*) o
 ellipse (real extent ``l (rho + 1/rho) / 2`` about the centre, imaginary ``y = l (rho - 1/rho) / 2``): ``phi`` at
 the point nearest 0, ``B^a`` at the right end (``a >= 0``) or left end (``a < 0``), ``theta`` at the right end.
 The bound grows with ``|v|``, so one panel layout, chosen for the largest ``|v|`` of a group of frequencies
-(octaves of ``|v|``), serves the whole group. Each zone takes the smallest ``k`` that makes its summed bound (each
+(octaves of ``|v|``; a short line of at most ``_SHORT_LINE`` frequencies, such as a Fourier inversion's contour
+nodes, is one group: one layout instead of one per octave), serves the whole group. Each zone takes the smallest ``k`` that makes its summed bound (each
 panel at its best ``rho`` of a candidate set) at most its share of ~1e-17 of ``F(a)``, so panels are short only
 where the integrand is both large and oscillating; whatever is chosen, the bound used is the one computed.
 
@@ -287,6 +288,10 @@ def _nodes(a, g, mu, h, centres):
     return x, r, log_w, log_c
 
 
+#: Lines of at most this many frequencies share one layout (the one for their largest ``|v|``).
+_SHORT_LINE = 256
+
+
 def _group_keys(v):
     mag = np.abs(v)
     return np.where(mag <= 1.0, 0, np.ceil(np.log2(np.maximum(mag, 1.0)))).astype(np.int64)
@@ -390,7 +395,7 @@ def _log_f_enclosure(a, v, g, mu, width):
     err = np.empty(flat.shape)
     lo, hi, _ = _reference(a, g, mu, width)
     log_left, log_right = _log_tails(a, g, mu, lo, hi)
-    keys = _group_keys(flat)
+    keys = _group_keys(flat) if flat.size > _SHORT_LINE else np.zeros(flat.size, dtype=np.int64)
     plans = []
     for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
         sel = np.flatnonzero(keys == key)
