@@ -252,26 +252,43 @@ def coarse_chernoff_epsilon(lm, log_delta, cap):
     (nine dampings, no refinement): an upper bound on epsilon as well, up to float64 rounding (the Chernoff bound
     holds at every damping ``kappa > 0``, Balle et al. 2020, Thm 21), at about a seventh of the evaluations.
 
-    :func:`max_epsilon_bounds` orders the directions by it and passes it to :func:`direction_epsilon_bounds`, so
-    that a direction it already shows unable to decide the maximum (a DP-SGD ledger's add direction) costs no
-    full Chernoff search (whose log MGF evaluations at real tilts are the enclosures of the subsampled Gaussian).
+    Returns ``(epsilon, values)``, ``values`` the objective at the nine dampings. :func:`max_epsilon_bounds` orders
+    the directions by it and passes it to :func:`direction_epsilon_bounds`, so that a direction it already shows
+    unable to decide the maximum (a DP-SGD ledger's add direction) costs no full Chernoff search (whose log MGF
+    evaluations at real tilts are the enclosures of the subsampled Gaussian), and the full search of the others
+    starts from these values (:func:`chernoff_epsilon`).
     """
-    kappa = _chernoff_grid(cap)[::5]
-    values = _chernoff_objective(lm, log_delta, kappa)
-    return max(float(np.min(np.where(np.isnan(values), np.inf, values))), 0.0)
+    values = _chernoff_objective(lm, log_delta, _chernoff_grid(cap)[::5])
+    return max(float(np.min(np.where(np.isnan(values), np.inf, values))), 0.0), values
 
 
-def chernoff_epsilon(lm, log_delta, cap):
+def chernoff_epsilon(lm, log_delta, cap, coarse_values=None):
     """``(epsilon, kappa)``: the Chernoff epsilon ``min_kappa (log M(kappa) + log(kappa^kappa / (1 + kappa)^(1 +
     kappa)) - log delta) / kappa`` of log MGF ``lm`` over ``0 < kappa <= cap`` (the improved RDP conversion at
     order ``kappa + 1``, Balle et al. 2020, Thm 21) and the damping attaining it. At this epsilon the Chernoff
-    bound on delta is at most ``delta``, so it is an upper bound on epsilon (up to float64 rounding)."""
+    bound on delta is at most ``delta``, so it is an upper bound on epsilon (up to float64 rounding).
+
+    The search starts from a geometric grid of 41 dampings (:func:`_chernoff_grid`). Given ``coarse_values``, the
+    objective at every fifth of them (:func:`coarse_chernoff_epsilon`), only the grid between the coarse best's
+    two neighbours is evaluated (eight dampings instead of 41: the objective is unimodal in practice, and were
+    it not, every value evaluated is still a valid bound, so only the tightness of the bracket would suffer)."""
 
     def objective(orders):
         return _chernoff_objective(lm, log_delta, np.asarray(orders) - 1.0)
 
-    grid = 1.0 + _chernoff_grid(cap)
-    opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
+    kappa = _chernoff_grid(cap)
+    if coarse_values is None:
+        grid = 1.0 + kappa
+        values = objective(grid)
+    else:
+        best = int(np.argmin(np.where(np.isnan(coarse_values), np.inf, coarse_values)))
+        sel = np.arange(max(5 * (best - 1), 0), min(5 * (best + 1), kappa.size - 1) + 1)
+        known = sel % 5 == 0
+        grid = 1.0 + kappa[sel]
+        values = np.empty(sel.size)
+        values[known] = np.asarray(coarse_values)[sel[known] // 5]
+        values[~known] = objective(grid[~known])
+    opt = minimize_over_orders(objective, grid, values, max_order=1.0 + cap)
     hi, kappa = max(opt.value, 0.0), opt.order - 1.0
     if kappa > cap:  # the Chernoff epsilon at the capped damping is a valid (larger) bracket
         kappa = cap
@@ -284,16 +301,16 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
     """See :func:`_direction_epsilon_bounds`; a plan that cannot bound its truncation (:class:`TruncationLimit`)
     fails at once, with the Chernoff epsilon as its certified upper end.
 
-    ``coarse``, if given, is :func:`coarse_chernoff_epsilon` of ``lm``: an upper bound on this direction's epsilon
-    (after the same rounding slack as the Chernoff bracket's); where it is at most ``floor`` the direction cannot
+    ``coarse``, if given, is :func:`coarse_chernoff_epsilon` of ``lm``, whose epsilon is an upper bound on this
+    direction's (after the same rounding slack as the Chernoff bracket's); where it is at most ``floor`` the direction cannot
     decide the maximum (:func:`max_epsilon_bounds`) and returns ``(0, 0, that bound)`` before any other work, as
     :func:`_direction_epsilon_bounds` does with the full Chernoff bracket."""
     if coarse is not None and bracket is None:
-        coarse_upper = coarse * (1.0 + _CHERNOFF_SLACK) + 1e-12
+        coarse_upper = coarse[0] * (1.0 + _CHERNOFF_SLACK) + 1e-12
         if coarse_upper <= floor:
             return Bounds(0.0, 0.0, coarse_upper), None
     if bracket is None:
-        bracket = chernoff_epsilon(lm, log_delta, max_damping)
+        bracket = chernoff_epsilon(lm, log_delta, max_damping, None if coarse is None else coarse[1])
     try:
         return _direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol, max_terms=max_terms,
                                          max_damping=max_damping, floor=floor, bracket=bracket)
@@ -394,7 +411,7 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     attains ``max U`` only if ``j`` does, with ``L_j = U_j`` when ``j`` failed (a reported interval of zero width).
     """
     coarse = [coarse_chernoff_epsilon(lm, log_delta, max_damping) for _, lm, _ in directions]
-    order = sorted(range(len(directions)), key=lambda i: -coarse[i])
+    order = sorted(range(len(directions)), key=lambda i: -coarse[i][0])
     floor, parts = 0.0, []
     for i in order:
         direction, lm, sup = directions[i]
