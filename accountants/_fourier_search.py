@@ -302,9 +302,10 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
     fails at once, with the Chernoff epsilon as its certified upper end.
 
     ``coarse``, if given, is :func:`coarse_chernoff_epsilon` of ``lm``, whose epsilon is an upper bound on this
-    direction's (after the same rounding slack as the Chernoff bracket's); where it is at most ``floor`` the direction cannot
-    decide the maximum (:func:`max_epsilon_bounds`) and returns ``(0, 0, that bound)`` before any other work, as
-    :func:`_direction_epsilon_bounds` does with the full Chernoff bracket."""
+    direction's (after the same rounding slack as the Chernoff bracket's); where it is at most ``floor`` the
+    direction cannot decide the maximum (:func:`max_epsilon_bounds`) and returns ``(0, 0, that bound)`` before any
+    other work, as :func:`_direction_epsilon_bounds` does with the full Chernoff bracket; otherwise its nine values
+    start the full Chernoff search (:func:`chernoff_epsilon`)."""
     if coarse is not None and bracket is None:
         coarse_upper = coarse[0] * (1.0 + _CHERNOFF_SLACK) + 1e-12
         if coarse_upper <= floor:

@@ -27,9 +27,10 @@ ellipse (real extent ``l (rho + 1/rho) / 2`` about the centre, imaginary ``y = l
 the point nearest 0, ``B^a`` at the right end (``a >= 0``) or left end (``a < 0``), ``theta`` at the right end.
 The bound grows with ``|v|``, so one panel layout, chosen for the largest ``|v|`` of a group of frequencies
 (octaves of ``|v|``; a short line of at most ``_SHORT_LINE`` frequencies, such as a Fourier inversion's contour
-nodes, is one group: one layout instead of one per octave), serves the whole group. Each zone takes the smallest ``k`` that makes its summed bound (each
-panel at its best ``rho`` of a candidate set) at most its share of ~1e-17 of ``F(a)``, so panels are short only
-where the integrand is both large and oscillating; whatever is chosen, the bound used is the one computed.
+nodes, is one group: one layout instead of one per octave), serves the whole group. Each zone takes the smallest
+``k`` that makes its summed bound (each panel at its best ``rho`` of a candidate set) at most its share of ~1e-17
+of ``F(a)``, so panels are short only where the integrand is both large and oscillating; whatever is chosen, the
+bound used is the one computed.
 
 **Tails.** Outside ``[X_lo, X_hi]`` (``X_lo <= 0``; ``|f| = phi B^a`` on the real line):
 ``int_{-inf}^{X_lo} phi B^a <= B(X_lo)^a Phi(X_lo)`` for ``a >= 0`` (``B`` increases) and ``(1 - g)^a Phi(X_lo)``
