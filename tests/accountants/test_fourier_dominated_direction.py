@@ -241,3 +241,17 @@ def test_a_direction_below_the_floor_by_its_coarse_probe_gets_no_full_chernoff_s
     monkeypatch.setattr(search, "coarse_chernoff_epsilon", lambda lm, log_delta, cap: (np.inf, None))
     assert reference.epsilon_bounds(1e-5) == b  # the same answer without the probe (both directions searched)
     assert searched[1:] == [False, False]
+
+
+def test_the_cheap_inversion_at_the_floor_certifies_only_what_holds():
+    # q = 1e-4, sigma = 2, 10 steps: the add direction's Chernoff epsilon (0.099) is far above the remove
+    # direction's epsilon (0.000228), which one loose inversion at that floor shows to bound the add one
+    fa = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=2.0), sampling_probability=1e-4), 10)
+    (_, remove, remove_sup), (_, add, add_sup) = fa._directions()
+    settings_ = dict(max_terms=1 << 20, max_damping=64.0)
+    own, failure = search.direction_epsilon_bounds(add, add_sup, np.log(1e-5), A, rtol=1e-6, **settings_)
+    assert failure is None and own.upper < 2.2e-4  # the add direction's own certified epsilon
+    assert search._below_at(add, add_sup, 2.2e-4, 1e-5, 64.0, **settings_)
+    assert not search._below_at(add, add_sup, own.lower * 0.99, 1e-5, 64.0, **settings_)
+    b, failure = search.direction_epsilon_bounds(add, add_sup, np.log(1e-5), A, rtol=1e-6, floor=2.2e-4, **settings_)
+    assert failure is None and b == Bounds(0.0, 0.0, 2.2e-4)
