@@ -396,6 +396,8 @@ class FourierAccountant:
     def pure_epsilon(self) -> float:
         """Basic composition of the pure-DP epsilons of the mechanisms' cores (inf if any has none): above it the
         delta is :attr:`charged_delta` (0 for a ledger of exact mechanisms)."""
+        if "pure" in self._derived:
+            return self._derived["pure"]
         mu2, e_values, counts, others = self._compile()
         if mu2:
             return float("inf")
@@ -405,7 +407,10 @@ class FourierAccountant:
         for e, n in zip(e_values, counts):
             total = float(_logmath.add_up(total, _logmath.mul_up(float(n), float(e))))
         for m, n in others:
+            if total == math.inf:  # nothing can lower it (subsampled Gaussians: no pure DP)
+                break
             total = float(_logmath.add_up(total, _logmath.mul_up(float(n), float(m.rdp(np.inf)))))
+        self._derived["pure"] = total
         return total
 
     @property

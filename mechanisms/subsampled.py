@@ -387,16 +387,15 @@ class PoissonSubsampled(Mechanism):
             base = _logmath.mul_up(orders[frac][None, :], np.array([b._rdp_slope() for b in bases])[:, None])
             chord = np.isnan(series) | ((orders[frac][None, :] - 1.0) * series < 1e-9)
             # PoissonSubsampled._rdp at these orders: min(series, pure = inf, base), fmin'ed with the series again
-            rdp_frac = np.fmin(np.minimum(series, base), series)
+            rdp = np.empty((len(rows), arr.size))
+            rdp[:, frac] = np.fmin(np.minimum(series, base), series)
+            alone = chord.any(axis=1) | np.isnan(rdp[:, frac]).any(axis=1)
             for k, i in enumerate(rows):
-                if chord[k].any() or np.isnan(rdp_frac[k]).any():
-                    out[i] = np.reshape(mechanisms[i].log_mgf_upper(arr, direction), -1)
-                    continue
-                rdp = np.empty(arr.size)
-                rdp[frac] = rdp_frac[k]
-                if not frac.all():
-                    rdp[~frac] = mechanisms[i].rdp(orders[~frac])
-                out[i] = _logmath.mul_up(arr, rdp)
+                if not (alone[k] or frac.all()):
+                    rdp[k, ~frac] = mechanisms[i].rdp(orders[~frac])
+            values = _logmath.mul_up(arr[None, :], rdp)  # elementwise: as one row at a time
+            for k, i in enumerate(rows):
+                out[i] = np.reshape(mechanisms[i].log_mgf_upper(arr, direction), -1) if alone[k] else values[k]
         return out.reshape((len(mechanisms),) + np.shape(s))
 
     def _enclosure(self, s):

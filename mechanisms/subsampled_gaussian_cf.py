@@ -235,7 +235,7 @@ def check_range(a: float, g: float, mu: float, width: float = 14.0) -> tuple[flo
     return lo, hi
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def _reference(a, g, mu, width):
     """``(lo, hi, log F(a) estimate)``: the integration range and a rough size (only used to set targets)."""
     lo, hi = check_range(a, g, mu, width)
@@ -453,9 +453,12 @@ def log_f_upper(a: float, g: float, mu: float) -> float:
 def log_f_sup(a: float, v_min: float, g: float, mu: float, width: float = 14.0, cells: int = 1024) -> float:
     """A proven upper bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (module docstring, "Decay")."""
     a, g, mu, v_min = float(a), float(g), float(mu), abs(float(v_min))
-    trivial = log_f_upper(a, g, mu)
     if v_min == 0.0:
-        return trivial
+        return log_f_upper(a, g, mu)
+    # ``trivial``, the bound at v = 0, is needed only where it may be the smaller: ``F`` is convex with ``F(0) =
+    # F(1) = 1``, so for ``a`` outside (0, 1) ``log F(a) >= 0`` and its proven upper bound is too; a decay bound
+    # at most 0 is then the minimum without it (the enclosure at v = 0 costs more than the rest here)
+    trivial = None if a <= 0.0 or a >= 1.0 else log_f_upper(a, g, mu)
     lo, hi, _ = _reference(a, g, mu, width)
     log_left, log_right = _log_tails(a, g, mu, lo, hi)
     edges = np.linspace(lo, hi, cells + 1)
@@ -465,13 +468,15 @@ def log_f_sup(a: float, v_min: float, g: float, mu: float, width: float = 14.0, 
     b = fractions * np.pi / mu
     b = b[b * b / 2.0 < 700.0]
     if b.size == 0:
-        return trivial
+        return log_f_upper(a, g, mu) if trivial is None else trivial
     theta_lo = _theta(x0[:, None], b[None, :], g, mu) * (1.0 - 1e-12)  # a lower bound on theta on each cell
     theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
     inner = _lse(log_cell[:, None] - v_min * theta_lo, axis=0)
     total = np.logaddexp(np.logaddexp(inner, log_left), log_right - v_min * theta_hi_end)
-    bound = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total
-    return min(trivial, _slack(float(bound.min())))
+    bound = _slack(float((0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total).min()))
+    if trivial is None and bound <= 0.0:
+        return bound
+    return min(log_f_upper(a, g, mu) if trivial is None else trivial, bound)
 
 
 def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0) -> tuple[np.ndarray, np.ndarray]:

@@ -117,3 +117,18 @@ def test_a_short_line_on_one_layout_encloses_the_exact_values(a, g, sigma):
             assert gap <= mp.exp(mp.mpf(float(log_err[k])))
             # informative: the error far below the size of F(a)
             assert float(log_err[k]) < float(mp.log(abs(exact))) - 20.0 or v[k] > 5.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.one_of(st.floats(-8.0, 0.0), st.floats(1.0, 12.0), st.floats(0.01, 0.99)), g=st.floats(1e-4, 0.6),
+       sigma=st.floats(0.6, 6.0), v_min=st.floats(0.0, 60.0))
+def test_the_decay_bound_skips_the_value_at_zero_only_where_it_cannot_be_smaller(a, g, sigma, v_min):
+    # log_f_sup leaves out log_f_upper(a) where the decay bound is <= 0 and a is outside (0, 1): there F(a) >= 1
+    # (F convex, F(0) = F(1) = 1), so its proven upper bound is >= 0 and the minimum is the decay bound
+    upper = cf.log_f_upper(a, g, 1.0 / sigma)
+    sup = cf.log_f_sup(a, v_min, g, 1.0 / sigma)
+    assert sup <= upper
+    if a <= 0.0 or a >= 1.0:
+        assert upper >= 0.0
+    else:
+        assert upper <= 1e-9  # F(a) <= 1 inside: the value at zero is the one that can be smaller
