@@ -292,11 +292,6 @@ class Mechanism(abc.ABC):
         pairs = [self.subsampled_log_f_enclosure(float(x), np.zeros(1), sampling_probability) for x in np.ravel(a)]
         return (np.array([p[0][0] for p in pairs], dtype=np.complex128), np.array([p[1][0] for p in pairs]))
 
-    def subsampled_log_f_check(self, a: float, sampling_probability: float) -> None:
-        """Raise what :meth:`subsampled_log_f_enclosure` would raise at real part ``a`` (too little noise); by default
-        it evaluates the enclosure there."""
-        self.subsampled_log_f_enclosure(float(a), np.zeros(1), sampling_probability)
-
     def subsampled_log_f_sup(self, a: float, v_min: float, sampling_probability: float) -> float:
         """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (see :meth:`subsampled_log_f_enclosure`)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")

@@ -167,11 +167,6 @@ class GaussianMechanism(Mechanism):
         (:func:`mechanisms.subsampled_gaussian_cf.log_f_real_enclosure`)."""
         return subsampled_gaussian_cf.log_f_real_enclosure(a, sampling_probability, 1.0 / self.noise_multiplier)
 
-    def subsampled_log_f_check(self, a: float, sampling_probability: float) -> None:
-        """Raise the NumericalError that :meth:`subsampled_log_f_enclosure` raises at real part ``a`` for too little
-        noise (:func:`mechanisms.subsampled_gaussian_cf.check_range`), without computing an enclosure."""
-        subsampled_gaussian_cf.check_range(float(a), sampling_probability, 1.0 / self.noise_multiplier)
-
     def subsampled_log_f_sup(self, a: float, v_min: float, sampling_probability: float) -> float:
         """Proven decay bound (:func:`mechanisms.subsampled_gaussian_cf.log_f_sup`)."""
         return subsampled_gaussian_cf.log_f_sup(a, v_min, sampling_probability, 1.0 / self.noise_multiplier)

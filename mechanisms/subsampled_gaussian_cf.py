@@ -64,7 +64,7 @@ from scipy import special
 from dpledger.mechanisms import _logmath, _phase_fft
 from dpledger.mechanisms.errors import NumericalError
 
-__all__ = ["check_range", "log_f_enclosure", "log_f_sup", "log_f_upper"]
+__all__ = ["log_f_enclosure", "log_f_sup", "log_f_upper"]
 
 _U = 2.0**-53
 _N_NODES = 20
@@ -222,9 +222,9 @@ def _slack(value):
     return float(_logmath.widen_up(value, 1e-12, 1e-12))
 
 
-def check_range(a: float, g: float, mu: float, width: float = 14.0) -> tuple[float, float]:
-    """``(X_lo, X_hi)``, the integration range at the real part ``a``; the NumericalError of every enclosure at that
-    real part if the range needs more than ``_MAX_NODES`` nodes (too little noise). Cheap: no quadrature."""
+@functools.lru_cache(maxsize=1024)
+def _reference(a, g, mu, width):
+    """``(lo, hi, log F(a) estimate)``: the integration range and a rough size (only used to set targets)."""
     lo, hi = _range(a, mu, width)
     if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
         raise NumericalError(
@@ -232,13 +232,6 @@ def check_range(a: float, g: float, mu: float, width: float = 14.0) -> tuple[flo
             f"deviations of the noise (noise multiplier {1.0 / mu:.3g}): too little noise for the "
             "characteristic-function accountant; use RDPAccountant."
         )
-    return lo, hi
-
-
-@functools.lru_cache(maxsize=1024)
-def _reference(a, g, mu, width):
-    """``(lo, hi, log F(a) estimate)``: the integration range and a rough size (only used to set targets)."""
-    lo, hi = check_range(a, g, mu, width)
     x = np.linspace(lo, hi, int(min(max((hi - lo) * 50.0, 200.0), 1e6)))
     log_f = -0.5 * x * x - _LOG_SQRT_2PI + a * _r(x, g, mu)
     return lo, hi, float(_lse(log_f) + np.log(x[1] - x[0]))
