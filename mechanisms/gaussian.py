@@ -44,13 +44,13 @@ def analytic_gaussian_delta_bounds(mu: float, epsilon: float) -> tuple[float, fl
     return max(lower, 0.0), min(max(upper, 5e-324), 1.0)
 
 
-
 @functools.lru_cache(maxsize=4096)
 def _rdp_slope_up(sensitivity, sigma):
     """``sensitivity^2 / (2 sigma^2)`` rounded up, in exact rational arithmetic (a pure function of the two floats,
     kept: ledgers and searches ask for the same mechanisms' slopes again and again)."""
     exact = fractions.Fraction(sensitivity) ** 2 / (2 * fractions.Fraction(sigma) ** 2)
     return _logmath.fraction_up(exact)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GaussianMechanism(Mechanism):
