@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fractions
+from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -346,7 +347,7 @@ class PoissonSubsampled(Mechanism):
         return out
 
     @staticmethod
-    def log_mgf_upper_many(mechanisms, s: ArrayLike, direction: Direction) -> np.ndarray:
+    def log_mgf_upper_many(mechanisms: Iterable[Mechanism], s: ArrayLike, direction: Direction) -> np.ndarray:
         """``[m.log_mgf_upper(s, direction) for m in mechanisms]`` as one ``(len(mechanisms),) + s.shape`` array:
         the same bounds, the costly part computed in batch (one call instead of one per mechanism, whose fixed
         costs dominated the Chernoff searches of ledgers of many distinct mechanisms).
