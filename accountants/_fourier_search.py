@@ -42,7 +42,7 @@ from dpledger.accountants.fourier_inversion import (
     log_chernoff_constant,
     make_plan,
 )
-from dpledger.mechanisms.errors import DPLedgerError
+from dpledger.mechanisms.errors import DPLedgerError, NumericalError
 
 __all__ = [
     "AccuracyError",
@@ -338,9 +338,9 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
     try:
         plan = make_plan(lm, sup, epsilon, _FLOOR_CHECK_TOLERANCE * delta, max_terms=max_terms, kappa=kappa,
                          max_damping=max_damping)
-    except TruncationLimit:
+        return invert(plan, epsilon)[0].upper <= delta
+    except (TruncationLimit, NumericalError):  # not shown cheaply: the full search decides, as it did before
         return False
-    return invert(plan, epsilon)[0].upper <= delta
 
 
 def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, max_damping, floor=0.0,
