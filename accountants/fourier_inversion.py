@@ -31,6 +31,7 @@ finite sum, enumerated by :class:`TwoPointLedger` with its float64 rounding boun
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -210,31 +211,38 @@ def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True):
     bound then asks for a long period, so many nodes (q = 1e-3, sigma = 2, 10 steps: period 35 at kappa = 54, 1.5
     at kappa = 20). Any damping gives proven bounds, so with ``shorten`` smaller dampings (halvings) are taken while
     their period is shorter and the largest term stays within ``_TERM_HEADROOM`` of the tolerance (its rounding
-    then stays below it). Every candidate's ``log M`` comes from one call (one batch per mechanism)."""
+    then stays below it). Each candidate's ``log M`` (at its damping and tails) comes from one call, made only when
+    the search reaches it."""
     kappas = kappa * 0.5 ** np.arange(_HALVINGS + 1 if shorten else 1)
     tails = kappas[:, None] * _TAIL_FACTORS[None, :] + _TAIL_SHIFTS[None, :]
-    values = np.real(log_mgf(np.concatenate([kappas, tails.ravel()]).astype(np.complex128)))
-    log_m_kappas, log_m_tails = values[:kappas.size], values[kappas.size:].reshape(tails.shape)
-    periods = (log_m_tails - tails * epsilon - log_tol) / (tails - kappas[:, None])
-    periods = np.where(np.isfinite(periods), periods, np.inf)
-    best_tail = np.argmin(periods, axis=1)
-    rows = np.arange(kappas.size)
     t1 = -log_tol / kappas
-    period = np.maximum(t1, periods[rows, best_tail]) * 1.05  # no floor: a tiny-scale loss needs a short period
+
+    @functools.cache
+    def candidate(i):
+        """``(log M(kappa_i), the best tail's index, log M there, period)`` of the i-th candidate, from one call."""
+        values = np.real(log_mgf(np.concatenate([kappas[i:i + 1], tails[i]]).astype(np.complex128)))
+        log_m_tails = values[1:]
+        periods = (log_m_tails - tails[i] * epsilon - log_tol) / (tails[i] - kappas[i])
+        periods = np.where(np.isfinite(periods), periods, np.inf)
+        best = int(np.argmin(periods))
+        period = max(t1[i], periods[best]) * 1.05  # no floor: a tiny-scale loss needs a short period
+        return float(values[0]), best, float(log_m_tails[best]), float(period)
 
     def pick(i):
-        return (float(kappas[i]), float(log_m_kappas[i]), float(tails[i, best_tail[i]]),
-                float(log_m_tails[i, best_tail[i]]), float(period[i]))
+        log_m_kappa, best, log_m_tail, period = candidate(i)
+        return float(kappas[i]), log_m_kappa, float(tails[i, best]), log_m_tail, period
 
     chosen = 0
-    if shorten and period[0] > 4.0 * t1[0] * 1.05:  # else the lower aliasing bound sets it: no gain
+    if shorten and candidate(0)[3] > 4.0 * t1[0] * 1.05:  # else the lower aliasing bound sets it: no gain
+        # the candidates are evaluated one by one, as far as the search goes (usually two or three of nine)
         for i in range(1, kappas.size):
-            log_term = log_m_kappas[i] - kappas[i] * epsilon - np.log(kappas[i] * (1.0 + kappas[i]))
-            if not (np.isfinite(period[i]) and log_term <= log_tol + np.log(_TERM_HEADROOM)):
+            log_m_kappa, _, _, period = candidate(i)
+            log_term = log_m_kappa - kappas[i] * epsilon - np.log(kappas[i] * (1.0 + kappas[i]))
+            if not (np.isfinite(period) and log_term <= log_tol + np.log(_TERM_HEADROOM)):
                 break
-            if period[i] < period[chosen] / 1.2:
+            if period < candidate(chosen)[3] / 1.2:
                 chosen = i
-            elif period[i] > period[chosen]:
+            elif period > candidate(chosen)[3]:
                 break
     return pick(chosen)
 

@@ -34,23 +34,24 @@ PLD_MAX_EPSILON = 500.0
 
 
 def dpledger_cell(q, sigma, steps):
-    """``(report or None, error text or None, seconds)``."""
-    start = time.perf_counter()
+    """``(report or None, error text or None, wall seconds, CPU seconds)``."""
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), count=steps)
         bounds = acc.epsilon_bounds(DELTA)  # what epsilon_report reports (its upper end), labelled by bound_kind
-        return (acc.bound_kind.value, bounds), None, time.perf_counter() - start
+        return (acc.bound_kind.value, bounds), None, time.perf_counter() - start, time.process_time() - cpu
     except Exception as exc:  # noqa: BLE001 -- a benchmark records every failure
-        return None, f"{type(exc).__name__}", time.perf_counter() - start
+        return None, f"{type(exc).__name__}", time.perf_counter() - start, time.process_time() - cpu
 
 
 def pld_cell(q, sigma, steps, dp_accounting):
-    start = time.perf_counter()
+    """``(epsilon, wall seconds, CPU seconds)``."""
+    start, cpu = time.perf_counter(), time.process_time()
     acc = dp_accounting.pld.PLDAccountant()
     event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
     acc.compose(event, steps)
     eps = acc.get_epsilon(DELTA)
-    return eps, time.perf_counter() - start
+    return eps, time.perf_counter() - start, time.process_time() - cpu
 
 
 def one_step_check(q, sigma, bounds):
@@ -69,22 +70,25 @@ def run(quick=False):
     sigmas = (1.0, 2.0) if quick else SIGMAS
     steps_list = tuple(s for s in STEPS if s <= 100) if quick else STEPS
     dpledger_cell(0.01, 1.0, 10)  # warm-up: imports, caches
-    rows, summary = [], {"cells": 0, "upper": 0, "errors": 0, "slower": 0, "contained": 0, "checked": 0}
+    rows, summary = [], {"cells": 0, "upper": 0, "errors": 0, "slower": 0, "slower_cpu": 0, "contained": 0,
+                         "checked": 0}
+    totals = [0.0, 0.0, 0.0, 0.0]  # dpledger wall, CPU; PLD wall, CPU (cells where both ran)
     for steps in steps_list:
         for sigma in sigmas:
             for q in QS:
-                result, error, seconds = dpledger_cell(q, sigma, steps)
+                result, error, seconds, cpu = dpledger_cell(q, sigma, steps)
                 # dp_accounting's PLD grid grows with epsilon: beyond PLD_MAX_EPSILON (by the RDP bound) it runs out of
                 # memory on this machine, so it is not run there
                 rdp_eps = RDPAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q),
                                                   count=steps).get_epsilon(DELTA)
                 run_pld = dp_accounting is not None and rdp_eps <= PLD_MAX_EPSILON
-                pld_eps, pld_seconds = pld_cell(q, sigma, steps, dp_accounting) if run_pld else (math.nan, math.nan)
+                pld_eps, pld_seconds, pld_cpu = (pld_cell(q, sigma, steps, dp_accounting) if run_pld
+                                                 else (math.nan, math.nan, math.nan))
                 summary["cells"] += 1
                 if error is not None:
                     summary["errors"] += 1
                     rows.append([steps, sigma, q, error, "", "", f"{pld_eps:.6g}", f"{seconds:.3f}",
-                                 f"{pld_seconds:.3f}", ""])
+                                 f"{pld_seconds:.3f}", "", f"{cpu:.3f}", f"{pld_cpu:.3f}", ""])
                     print(*rows[-1], sep=" | ", flush=True)
                     continue
                 label, bounds = result
@@ -96,22 +100,31 @@ def run(quick=False):
                     summary["contained"] += ok
                     contained = "yes" if ok else "NO"
                 ratio = seconds / pld_seconds if pld_seconds == pld_seconds else math.nan
+                cpu_ratio = cpu / pld_cpu if pld_cpu == pld_cpu and pld_cpu > 0 else math.nan
                 summary["slower"] += bool(ratio > 1.0)
+                summary["slower_cpu"] += bool(cpu_ratio > 1.0)
+                if pld_seconds == pld_seconds:
+                    for k, value in enumerate((seconds, cpu, pld_seconds, pld_cpu)):
+                        totals[k] += value
                 rows.append([steps, sigma, q, label, f"[{bounds.lower:.7g}, {bounds.upper:.7g}]", contained,
-                             f"{pld_eps:.6g}", f"{seconds:.3f}", f"{pld_seconds:.3f}", f"{ratio:.2f}"])
+                             f"{pld_eps:.6g}", f"{seconds:.3f}", f"{pld_seconds:.3f}", f"{ratio:.2f}", f"{cpu:.3f}",
+                             f"{pld_cpu:.3f}", f"{cpu_ratio:.2f}"])
                 print(*rows[-1], sep=" | ", flush=True)
     headers = ["steps", "sigma", "q", "dpledger label (or error)", "dpledger epsilon interval",
-               "exact inside (1 step, mpmath)", "PLD default epsilon", "dpledger s", "PLD s", "time ratio"]
+               "exact inside (1 step, mpmath)", "PLD default epsilon", "dpledger s", "PLD s", "time ratio",
+               "dpledger CPU s", "PLD CPU s", "CPU ratio"]
     lines = [
         "## Fourier grid (issue 14): every subsampled-Gaussian cell, labels and time against dp_accounting PLD",
         "",
         f"Command: `python -m benchmarks.bench_fourier_grid{' --quick' if quick else ''}`; delta = {DELTA:g}; "
-        "wall times of one fresh call each (dpledger: `epsilon_bounds`; PLD: `PLDAccountant()` default "
+        "wall and CPU times of one fresh call each (dpledger: `epsilon_bounds`; PLD: `PLDAccountant()` default "
         "discretisation, compose, `get_epsilon`).",
         "",
         f"{summary['cells']} cells: {summary['upper']} proven upper bounds, {summary['errors']} errors, "
-        f"{summary['slower']} slower than PLD; one-step intervals containing the exact value: "
-        f"{summary['contained']} of {summary['checked']}.",
+        f"{summary['slower']} slower than PLD by wall time ({summary['slower_cpu']} by CPU time); one-step "
+        f"intervals containing the exact value: {summary['contained']} of {summary['checked']}. Summed over the "
+        f"cells where both ran: dpledger {totals[0]:.2f} s wall, {totals[1]:.2f} s CPU; PLD {totals[2]:.2f} s "
+        f"wall, {totals[3]:.2f} s CPU.",
         "",
         markdown_table(headers, rows),
         "",

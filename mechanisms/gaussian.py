@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fractions
+import functools
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -41,6 +42,14 @@ def analytic_gaussian_delta_bounds(mu: float, epsilon: float) -> tuple[float, fl
     lower = float(np.exp(la - err_a) * -np.expm1(min(z + z_err, 0.0)))
     lower = float(np.nextafter(np.nextafter(lower * (1.0 - 16.0 * _U), 0.0), 0.0))
     return max(lower, 0.0), min(max(upper, 5e-324), 1.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rdp_slope_up(sensitivity, sigma):
+    """``sensitivity^2 / (2 sigma^2)`` rounded up, in exact rational arithmetic (a pure function of the two floats,
+    kept: ledgers and searches ask for the same mechanisms' slopes again and again)."""
+    exact = fractions.Fraction(sensitivity) ** 2 / (2 * fractions.Fraction(sigma) ** 2)
+    return _logmath.fraction_up(exact)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,9 +102,8 @@ class GaussianMechanism(Mechanism):
         return np.where(np.isinf(orders), np.inf, _logmath.mul_up(orders, self._rdp_slope()))
 
     def _rdp_slope(self):
-        """``sensitivity^2 / (2 sigma^2)`` rounded up, in exact rational arithmetic."""
-        exact = fractions.Fraction(self.sensitivity) ** 2 / (2 * fractions.Fraction(self.sigma) ** 2)
-        return _logmath.fraction_up(exact)
+        """``sensitivity^2 / (2 sigma^2)`` rounded up, in exact rational arithmetic (:func:`_rdp_slope_up`)."""
+        return _rdp_slope_up(float(self.sensitivity), float(self.sigma))
 
     def _log_mgf(self, s):
         """Pair (N(sensitivity, sigma^2), N(0, sigma^2)): ``L ~ N(mu^2/2, mu^2)``, ``mu = 1/noise_multiplier``."""

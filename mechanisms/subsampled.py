@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fractions
+from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -241,20 +242,25 @@ class PoissonSubsampled(Mechanism):
         huge = integer & (orders > 2.0**53)  # beyond exact integers: the pure-DP cap below applies
         out[huge] = np.inf
         integer &= ~huge
+        # A bound the base knows for itself (the Gaussian's exact series at fractional orders; each order's value
+        # independent of the others asked for), computed once and used both below and as the fractional values.
+        own = np.asarray(self.mechanism.subsampled_rdp_bound(orders, q), dtype=np.float64)
         if integer.any():
             out[integer] = self._integer_rdp(orders[integer])
         if frac.any():
-            out[frac] = self._fractional_rdp(orders[frac])
+            out[frac] = self._fractional_rdp(orders[frac], own[frac])
         # Subsampling is never worse than the base (joint quasi-convexity of the Renyi divergence), nor worse
-        # than the subsampled pure-DP bound (D_alpha <= D_inf), nor than a bound the base knows for itself.
-        own = np.asarray(self.mechanism.subsampled_rdp_bound(orders, q), dtype=np.float64)
+        # than the subsampled pure-DP bound (D_alpha <= D_inf), nor than the base's own bound.
         return np.fmin(np.minimum(np.minimum(out, pure), self.mechanism.rdp(orders)), own)
 
-    def _fractional_rdp(self, orders):
+    def _fractional_rdp(self, orders, own=None):
         """The exact series for a Gaussian base (each order with its own truncation, so a value does not depend
-        on the other orders asked for); the chord between integer orders (always valid) otherwise, and where
-        the value is so small that the series' float64 slack matters."""
-        values = np.asarray(self.mechanism.subsampled_rdp_bound(orders, self.sampling_probability), dtype=np.float64)
+        on the other orders asked for; ``own``, if given, is the base's ``subsampled_rdp_bound`` at ``orders``,
+        already computed); the chord between integer orders (always valid) otherwise, and where the value is so
+        small that the series' float64 slack matters."""
+        if own is None:
+            own = self.mechanism.subsampled_rdp_bound(orders, self.sampling_probability)
+        values = np.array(own, dtype=np.float64)
         # The chord where there is no series value, or where the series' float64 slack (about 1e-14 in
         # log A) is not small against the value itself.
         chord = np.isnan(values) | ((orders - 1.0) * values < 1e-9)
@@ -339,6 +345,59 @@ class PoissonSubsampled(Mechanism):
         if (arr < 0.0).any():
             out[~positive & (arr != 0.0)] = Mechanism.log_mgf_upper(self, arr[~positive & (arr != 0.0)], direction)
         return out
+
+    @staticmethod
+    def log_mgf_upper_many(mechanisms: Iterable[Mechanism], s: ArrayLike, direction: Direction) -> np.ndarray:
+        """``[m.log_mgf_upper(s, direction) for m in mechanisms]`` as one ``(len(mechanisms),) + s.shape`` array:
+        the same bounds, the costly part computed in batch (one call instead of one per mechanism, whose fixed
+        costs dominated the Chernoff searches of ledgers of many distinct mechanisms).
+
+        Batched: the remove direction of Poisson-subsampled Gaussians (``0 < q < 1``) at real ``s > 0``. There
+        :meth:`log_mgf_upper` is ``s eps(1 + s)`` rounded up, and :meth:`_rdp` gives ``eps`` at each non-integer
+        order up to ``subsampled_rdp.EXACT_MAX_ORDER`` as the exact series
+        (:func:`mechanisms.subsampled_rdp.gaussian_fractional_rdp`: here one call for all the mechanisms with the
+        same sampling probability, each order summed with its own truncation as in the mechanism's own call)
+        lowered to the base Gaussian's RDP (the pure-DP cap is infinite). The other orders (integer ones, thesis
+        Thm 2.3.4) come from each mechanism's :meth:`rdp` at those orders only, as in :meth:`_rdp`. A mechanism
+        whose series needs the chord (no value, or a value too small for the series' float64 slack) and every other
+        mechanism or argument go through :meth:`log_mgf_upper` itself. So each value is the one that method gives,
+        up to the order in which the series' float64 sum adds its (zero-padded) terms, which its rounding slack
+        covers either way (tests/mechanisms/test_subsampled_batch.py).
+        """
+        from dpledger.mechanisms.gaussian import GaussianMechanism
+        from dpledger.mechanisms.relations import Direction
+
+        mechanisms = list(mechanisms)
+        arr = np.asarray(s, dtype=np.float64).reshape(-1)
+        out = np.empty((len(mechanisms), arr.size))
+        orders = 1.0 + arr
+        batchable = direction is Direction.REMOVE and arr.size > 0 and bool(np.all(arr > 0.0))
+        frac = (orders != np.round(orders)) & (orders <= subsampled_rdp.EXACT_MAX_ORDER)
+        groups = {}
+        for i, m in enumerate(mechanisms):
+            if (batchable and frac.any() and isinstance(m, PoissonSubsampled)
+                    and type(m.mechanism) is GaussianMechanism and 0.0 < m.sampling_probability < 1.0):
+                groups.setdefault(m.sampling_probability, []).append(i)
+            else:
+                out[i] = np.reshape(m.log_mgf_upper(arr, direction), -1)
+        for q, rows in groups.items():
+            bases = [mechanisms[i].mechanism for i in rows]
+            noise = np.array([b.noise_multiplier for b in bases])[:, None]
+            series = subsampled_rdp.gaussian_fractional_rdp(
+                np.broadcast_to(orders[frac], (len(rows), int(frac.sum()))), q, noise).reshape(len(rows), -1)
+            base = _logmath.mul_up(orders[frac][None, :], np.array([b._rdp_slope() for b in bases])[:, None])
+            chord = np.isnan(series) | ((orders[frac][None, :] - 1.0) * series < 1e-9)
+            # PoissonSubsampled._rdp at these orders: min(series, pure = inf, base), fmin'ed with the series again
+            rdp = np.empty((len(rows), arr.size))
+            rdp[:, frac] = np.fmin(np.minimum(series, base), series)
+            alone = chord.any(axis=1) | np.isnan(rdp[:, frac]).any(axis=1)
+            for k, i in enumerate(rows):
+                if not (alone[k] or frac.all()):
+                    rdp[k, ~frac] = mechanisms[i].rdp(orders[~frac])
+            values = _logmath.mul_up(arr[None, :], rdp)  # elementwise: as one row at a time
+            for k, i in enumerate(rows):
+                out[i] = np.reshape(mechanisms[i].log_mgf_upper(arr, direction), -1) if alone[k] else values[k]
+        return out.reshape((len(mechanisms),) + np.shape(s))
 
     def _enclosure(self, s):
         """The base's proven ``F(1 + s)`` (remove direction), grouped by the real part of ``s``."""

@@ -26,9 +26,11 @@ Approximation Practice*, Thm 19.3, scaled to a panel). ``M`` is bounded by (*) o
 ellipse (real extent ``l (rho + 1/rho) / 2`` about the centre, imaginary ``y = l (rho - 1/rho) / 2``): ``phi`` at
 the point nearest 0, ``B^a`` at the right end (``a >= 0``) or left end (``a < 0``), ``theta`` at the right end.
 The bound grows with ``|v|``, so one panel layout, chosen for the largest ``|v|`` of a group of frequencies
-(octaves of ``|v|``), serves the whole group. Each zone takes the smallest ``k`` that makes its summed bound (each
-panel at its best ``rho`` of a candidate set) at most its share of ~1e-17 of ``F(a)``, so panels are short only
-where the integrand is both large and oscillating; whatever is chosen, the bound used is the one computed.
+(octaves of ``|v|``; a short line of at most ``_SHORT_LINE`` frequencies, such as a Fourier inversion's contour
+nodes, is one group: one layout instead of one per octave), serves the whole group. Each zone takes the smallest
+``k`` that makes its summed bound (each panel at its best ``rho`` of a candidate set) at most its share of ~1e-17
+of ``F(a)``, so panels are short only where the integrand is both large and oscillating; whatever is chosen, the
+bound used is the one computed.
 
 **Tails.** Outside ``[X_lo, X_hi]`` (``X_lo <= 0``; ``|f| = phi B^a`` on the real line):
 ``int_{-inf}^{X_lo} phi B^a <= B(X_lo)^a Phi(X_lo)`` for ``a >= 0`` (``B`` increases) and ``(1 - g)^a Phi(X_lo)``
@@ -220,7 +222,7 @@ def _slack(value):
     return float(_logmath.widen_up(value, 1e-12, 1e-12))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def _reference(a, g, mu, width):
     """``(lo, hi, log F(a) estimate)``: the integration range and a rough size (only used to set targets)."""
     lo, hi = _range(a, mu, width)
@@ -285,6 +287,10 @@ def _nodes(a, g, mu, h, centres):
     r = _r(x, g, mu)
     log_c = log_w - 0.5 * x * x - _LOG_SQRT_2PI + a * r
     return x, r, log_w, log_c
+
+
+#: Lines of at most this many frequencies share one layout (the one for their largest ``|v|``).
+_SHORT_LINE = 256
 
 
 def _group_keys(v):
@@ -390,7 +396,7 @@ def _log_f_enclosure(a, v, g, mu, width):
     err = np.empty(flat.shape)
     lo, hi, _ = _reference(a, g, mu, width)
     log_left, log_right = _log_tails(a, g, mu, lo, hi)
-    keys = _group_keys(flat)
+    keys = _group_keys(flat) if flat.size > _SHORT_LINE else np.zeros(flat.size, dtype=np.int64)
     plans = []
     for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
         sel = np.flatnonzero(keys == key)
@@ -440,9 +446,12 @@ def log_f_upper(a: float, g: float, mu: float) -> float:
 def log_f_sup(a: float, v_min: float, g: float, mu: float, width: float = 14.0, cells: int = 1024) -> float:
     """A proven upper bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (module docstring, "Decay")."""
     a, g, mu, v_min = float(a), float(g), float(mu), abs(float(v_min))
-    trivial = log_f_upper(a, g, mu)
     if v_min == 0.0:
-        return trivial
+        return log_f_upper(a, g, mu)
+    # ``trivial``, the bound at v = 0, is needed only where it may be the smaller: ``F`` is convex with ``F(0) =
+    # F(1) = 1``, so for ``a`` outside (0, 1) ``log F(a) >= 0`` and its proven upper bound is too; a decay bound
+    # at most 0 is then the minimum without it (the enclosure at v = 0 costs more than the rest here)
+    trivial = None if a <= 0.0 or a >= 1.0 else log_f_upper(a, g, mu)
     lo, hi, _ = _reference(a, g, mu, width)
     log_left, log_right = _log_tails(a, g, mu, lo, hi)
     edges = np.linspace(lo, hi, cells + 1)
@@ -452,13 +461,15 @@ def log_f_sup(a: float, v_min: float, g: float, mu: float, width: float = 14.0, 
     b = fractions * np.pi / mu
     b = b[b * b / 2.0 < 700.0]
     if b.size == 0:
-        return trivial
+        return log_f_upper(a, g, mu) if trivial is None else trivial
     theta_lo = _theta(x0[:, None], b[None, :], g, mu) * (1.0 - 1e-12)  # a lower bound on theta on each cell
     theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
     inner = _lse(log_cell[:, None] - v_min * theta_lo, axis=0)
     total = np.logaddexp(np.logaddexp(inner, log_left), log_right - v_min * theta_hi_end)
-    bound = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total
-    return min(trivial, _slack(float(bound.min())))
+    bound = _slack(float((0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total).min()))
+    if trivial is None and bound <= 0.0:
+        return bound
+    return min(log_f_upper(a, g, mu) if trivial is None else trivial, bound)
 
 
 def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0) -> tuple[np.ndarray, np.ndarray]:

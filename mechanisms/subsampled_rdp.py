@@ -236,7 +236,7 @@ def _tau_term_one(alpha, gamma, rdp, tau, big_k):
     return float(np.logaddexp(log_total, slack) / (alpha - 1.0) * (1.0 + ROUNDING))
 
 
-def gaussian_fractional_rdp(orders: ArrayLike, gamma: float, noise_multiplier: float) -> np.ndarray:
+def gaussian_fractional_rdp(orders: ArrayLike, gamma: float, noise_multiplier: float | ArrayLike) -> np.ndarray:
     """Exact RDP of the Poisson-subsampled Gaussian at real orders (Mironov, Talwar & Zhang 2019, Sec 3.3).
 
     ``A = E_{mu0}[(mu / mu0)^alpha]`` with ``mu0 = N(0, s^2)``, ``mu = (1 - g) mu0 + g N(1, s^2)``, split at
@@ -257,20 +257,24 @@ def gaussian_fractional_rdp(orders: ArrayLike, gamma: float, noise_multiplier: f
     accuracy. Returns ``log(A) / (alpha - 1)`` per order (an upper bound, add-or-remove-one). That ``A``
     dominates the reverse divergence ``E_mu[(mu0/mu)^alpha]`` is thesis Thm 2.3.4 at integer orders and is
     checked against mpmath at real orders in the tests.
+
+    ``noise_multiplier`` may be an array broadcast against ``orders`` (one noise multiplier per order: many
+    mechanisms' orders in one call); each order is summed exactly as it would be alone with its noise multiplier.
     """
     alphas = np.asarray(orders, dtype=np.float64).reshape(-1)
-    s = float(noise_multiplier)
+    s_all = np.broadcast_to(np.asarray(noise_multiplier, dtype=np.float64), np.shape(orders)).reshape(-1)
     if gamma == 0.0:
         return np.zeros(alphas.shape)
     if gamma == 1.0:
-        return alphas / (2.0 * s * s)
+        return alphas / (2.0 * s_all * s_all)
     out = np.empty(alphas.shape)
     log_g, log_1mg = np.log(gamma), np.log1p(-gamma)
-    z0 = s * s * (log_1mg - log_g) + 0.5
+    z0_all = s_all * s_all * (log_1mg - log_g) + 0.5
     todo = np.arange(alphas.size)
     extra = 32
     while todo.size:
         a = alphas[todo][:, None]
+        s, z0 = s_all[todo][:, None], z0_all[todo][:, None]
         # Each order sums its own n_a = ceil(alpha) + extra terms (masked), so its value does not depend on
         # the other orders evaluated with it.
         n_a = np.ceil(alphas[todo]).astype(np.int64) + extra

@@ -713,6 +713,22 @@ def test_too_little_noise_for_fourier_is_a_clear_error_not_an_exhausted_machine(
         fa.epsilon_report(1e-5)
 
 
+def test_compose_skips_the_subsampled_gaussians_probe_only_where_it_cannot_fail():
+    from dpledger.accountants import fourier_accountant as fa_module
+    from dpledger.mechanisms.errors import NumericalError
+
+    # below the threshold the probe still runs and refuses at compose, as before
+    with pytest.raises(NumericalError, match="use RDPAccountant"):
+        FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=3e-4), sampling_probability=0.2))
+    # at the threshold and above, the probe it skips would have passed (the largest failing noise was ~4.3e-4)
+    probe = np.array([0.5, 0.5 + 1.0j])
+    for sigma in (fa_module._PROBE_FREE_NOISE, 2.0 * fa_module._PROBE_FREE_NOISE):
+        for q in (1e-8, 0.5, 1.0 - 1e-6):
+            m = PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=q)
+            for direction in Direction:
+                assert np.all(np.isfinite(m.log_mgf(probe, direction).real))
+
+
 def test_little_noise_is_answered_by_the_privacy_buckets_with_a_sound_interval():
     # sigma 1e-3: the loss of a sampled run is about mu^2 / 2 = 5e5. With 10 runs at q = 0.2, P(at least 8
     # sampled) = 7.8e-5 > 1e-5, so epsilon(1e-5) exceeds 7 such losses; Fourier inversion cannot reach it.

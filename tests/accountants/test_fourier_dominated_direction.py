@@ -207,3 +207,51 @@ def test_the_deciding_direction_still_raises_when_it_cannot_be_certified():
     exact = FourierAccountant().compose(DP_SGD, count=STEPS).epsilon_bounds(1e-5)
     report = answered.epsilon_report(1e-5)
     assert "privacy buckets" in report.method and exact.lower <= report.epsilon <= exact.upper * (1 + 1e-3)
+
+
+# ------------------------------------------------------------------ the coarse Chernoff probe
+@settings(max_examples=10, deadline=None)
+@given(sigma=st.floats(0.7, 4.0), q=st.floats(1e-3, 0.3), steps=st.integers(1, 2000),
+       log10_delta=st.floats(-12.0, -2.0))
+def test_the_chernoff_search_from_the_coarse_probe_is_never_worse_than_the_probe(sigma, q, steps, log10_delta):
+    # it starts from the probe's nine values (the grid points it shares with them are not evaluated again), so its
+    # epsilon is at most the probe's
+    fa = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=q),
+                                     count=steps)
+    log_delta = np.log(10.0**log10_delta)
+    for _, lm, _ in fa._directions():
+        coarse, values = search.coarse_chernoff_epsilon(lm, log_delta, 64.0)
+        assert values.shape == (9,) and coarse == max(float(np.nanmin(values)), 0.0)
+        full, kappa = search.chernoff_epsilon(lm, log_delta, 64.0, values)
+        assert full <= coarse and 0.0 < kappa <= 64.0
+
+
+def test_a_direction_below_the_floor_by_its_coarse_probe_gets_no_full_chernoff_search(monkeypatch, ledger):
+    searched = []
+    full = search.chernoff_epsilon
+
+    def counting(lm, log_delta, cap, coarse_values=None):
+        searched.append(coarse_values is not None)
+        return full(lm, log_delta, cap, coarse_values)
+
+    monkeypatch.setattr(search, "chernoff_epsilon", counting)
+    b = FourierAccountant().compose(DP_SGD, count=STEPS).epsilon_bounds(1e-5)
+    assert searched == [True]  # the remove direction only, started from its probe; the add one stopped at its probe
+    reference = FourierAccountant().compose(DP_SGD, count=STEPS)
+    monkeypatch.setattr(search, "coarse_chernoff_epsilon", lambda lm, log_delta, cap: (np.inf, None))
+    assert reference.epsilon_bounds(1e-5) == b  # the same answer without the probe (both directions searched)
+    assert searched[1:] == [False, False]
+
+
+def test_the_cheap_inversion_at_the_floor_certifies_only_what_holds():
+    # q = 1e-4, sigma = 2, 10 steps: the add direction's Chernoff epsilon (0.099) is far above the remove
+    # direction's epsilon (0.000228), which one loose inversion at that floor shows to bound the add one
+    fa = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=2.0), sampling_probability=1e-4), 10)
+    (_, remove, remove_sup), (_, add, add_sup) = fa._directions()
+    settings_ = dict(max_terms=1 << 20, max_damping=64.0)
+    own, failure = search.direction_epsilon_bounds(add, add_sup, np.log(1e-5), A, rtol=1e-6, **settings_)
+    assert failure is None and own.upper < 2.2e-4  # the add direction's own certified epsilon
+    assert search._below_at(add, add_sup, 2.2e-4, 1e-5, 64.0, **settings_)
+    assert not search._below_at(add, add_sup, own.lower * 0.99, 1e-5, 64.0, **settings_)
+    b, failure = search.direction_epsilon_bounds(add, add_sup, np.log(1e-5), A, rtol=1e-6, floor=2.2e-4, **settings_)
+    assert failure is None and b == Bounds(0.0, 0.0, 2.2e-4)
