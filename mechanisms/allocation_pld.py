@@ -32,7 +32,18 @@ import numpy as np
 
 from dpledger.mechanisms.loss_buckets import LossBuckets, normal_cdf_bounds
 
-__all__ = ["GRID_STEP", "MAX_CELLS", "Z_RANGE", "allocation_atoms", "allocation_buckets", "grid_step"]
+__all__ = [
+    "GRID_STEP",
+    "MAX_CELLS",
+    "Z_CUT",
+    "Z_RANGE",
+    "allocation_atoms",
+    "allocation_buckets",
+    "grid_step",
+    "linear_atoms",
+    "linear_losses",
+    "linear_step",
+]
 
 #: Grid step of the log-space sums (a power of two). Each of the ``~log2(t) + 2`` levels of sums adds at most one
 #: step to ``L'``: at ``2^-9`` and ``t = 10`` the upper loss is within about 0.01 of the exact one.
@@ -53,10 +64,14 @@ def _cells(mu, shift, h, up):
     z = (k * h - shift) / mu
     w = 1e-12 * (1.0 + np.abs(z))
     # Phi at the widened edges and, for the upper half, the survival function Phi(-z) (no cancellation in tails)
-    cdf_lo, _ = normal_cdf_bounds(z - w, z - w)
-    _, cdf_hi = normal_cdf_bounds(z + w, z + w)
-    sf_lo, _ = normal_cdf_bounds(-(z + w), -(z + w))  # P(Z > z + w) from below
-    _, sf_hi = normal_cdf_bounds(-(z - w), -(z - w))  # P(Z > z - w) from above
+    # Phi where z <= 0 and the survival function P(Z > z) = Phi(-z) where z >= 0 (each only where it is used)
+    split = int(np.searchsorted(z, 0.0, side="right"))  # z[:split] <= 0 < z[split:]
+    left, right = slice(0, split), slice(max(split - 1, 0), z.size)
+    cdf_lo, cdf_hi, sf_lo, sf_hi = (np.full(z.shape, np.nan) for _ in range(4))
+    cdf_lo[left], _ = normal_cdf_bounds(z[left] - w[left], z[left] - w[left])
+    _, cdf_hi[left] = normal_cdf_bounds(z[left] + w[left], z[left] + w[left])
+    sf_lo[right], _ = normal_cdf_bounds(-(z[right] + w[right]), -(z[right] + w[right]))  # P(Z > z + w), below
+    _, sf_hi[right] = normal_cdf_bounds(-(z[right] - w[right]), -(z[right] - w[right]))  # P(Z > z - w), above
     left, right = z[:-1], z[1:]
     lower_half = right <= 0.0
     # cell (z_(k-1), z_k]: upper = Phi(z_k + w) - Phi(z_(k-1) - w) = sf(z_(k-1) - w) - sf(z_k + w)
@@ -172,6 +187,11 @@ def _bucket_sums(values, masses, edges, side):
 def allocation_buckets(mu: float, steps: int, edges: np.ndarray, remove: bool, h: float | None = None) -> LossBuckets:
     """:class:`mechanisms.loss_buckets.LossBuckets` of random allocation's Gaussian pair (module docstring); the
     grid step ``h`` defaults to :func:`grid_step`."""
+    edges = np.asarray(edges, dtype=np.float64)
+    if h is None:
+        linear = linear_step(float(mu), int(steps))
+        if linear is not None:
+            return _linear_buckets(float(mu), int(steps), edges, remove, *linear)
     h = grid_step(float(mu)) if h is None else float(h)
     atoms = allocation_atoms(float(mu), int(steps), h)
     log_t = math.log(steps)
@@ -198,4 +218,318 @@ def allocation_buckets(mu: float, steps: int, edges: np.ndarray, remove: bool, h
     q_lower = _bucket_sums(hi_loss, m_hi * f_hi * e_minus * (1.0 - 1e-12), edges, "left")
     down = _bucket_sums(lo_loss, m_lo * f_lo, edges, "right")  # L'' = -inf atom (zero_atom) is dropped
     del zero_atom
+    return LossBuckets(p_upper, p_lower, q_upper, q_lower, down)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The linear grid (module docstring, "Linear grid")
+
+#: Standard-normal cut of the linear grid: a summand with ``Z > Z_CUT`` is the infinite atom (rounded up) or sits
+#: at the grid's last point (rounded down).
+Z_CUT = 7.0
+#: Below ``-Z_LOW`` a summand rounded up sits at the first kept grid point and one rounded down is 0.
+Z_LOW = 8.5
+#: Finest linear step relative to ``min(mu, 1)``: ``d = 2^(floor(log2 min(mu, 1)) - LINEAR_BITS)``.
+LINEAR_BITS = 10
+#: Coarsest linear step tried (relative, as above) before falling back to the log grid.
+LINEAR_COARSEST_BITS = 6
+#: Largest FFT length of the linear grid.
+MAX_LINEAR_N = 1 << 22
+#: Target for the Chernoff bound on the mass that wraps around the cyclic convolution.
+WRAP_TARGET = 1e-12
+_U = 2.0**-53
+_CMUL = math.sqrt(2.0) * 2 * _U / (1 - 2 * _U)  # complex product, Higham Lemma 3.5
+
+
+def _z_of(x, shift, mu):
+    """``(z, w)``: the normal quantile ``z = (log x - shift) / mu`` at which ``V = mu Z + shift`` equals
+    ``log x``, and a bound ``w`` on its float error (``log`` within 1 ulp, four further operations within ``u``
+    each, ``mu`` and ``shift`` within ``4u`` relative of their exact values; a generous ``32u`` is charged on
+    every magnitude involved)."""
+    with np.errstate(divide="ignore"):
+        lx = np.log(x)
+    z = (lx - shift) / mu
+    w = 32.0 * _U * (np.abs(z) + (np.abs(np.where(np.isfinite(lx), lx, 0.0)) + abs(shift)) / mu + 1.0)
+    return z, w
+
+
+@functools.lru_cache(maxsize=8)
+def _normal_cells(mu, d, last):
+    """``(k_lo, cell_up, cell_lo, first, tail)`` for ``X = exp(mu Z + shift)`` (``shift = +mu^2/2`` if ``last``,
+    the summand ``X'``, else ``-mu^2/2``): the edges ``z_k`` at which ``X = k d``, ``k = k_lo .. k_hi`` (the
+    largest at or beyond :data:`Z_CUT`, clipped to it); ``cell_up`` / ``cell_lo`` the upper / lower masses of the
+    cells ``(z_k, z_(k+1)]``, ``first`` those of ``Z <= z_(k_lo)`` and ``tail`` those of ``Z > Z_CUT``.
+
+    Each edge is within ``w`` of its computed value (:func:`_z_of`); ``Phi`` (left of 0) or ``P(Z > z)`` (right
+    of 0, no cancellation in the tail) is enclosed at the computed edge by
+    :func:`mechanisms.loss_buckets.normal_cdf_bounds` and widened by the factor ``exp(+-w (|z| + 4))``: the log
+    derivative ``phi / Phi`` is at most ``|z| + 1/|z|`` (Mills' ratio, ``Phi(-x) >= phi(x) x / (1 + x^2)``)
+    for ``|z| >= 1`` and at most ``phi(1) / Phi(-1) < 1.6`` nearer 0 (it decreases in ``z``), so below ``|z| + 4``
+    over ``[z - w, z + w]``; ``e^a - 1 <= 1.01 a`` for these tiny ``a`` covers the product's rounding too."""
+    shift = (1.0 if last else -1.0) * mu * mu / 2.0
+    x_lo = math.exp(-mu * Z_LOW + shift)
+    x_hi = math.exp(mu * Z_CUT + shift)
+    k_lo = max(int(math.floor(x_lo / d)), 1)
+    k_hi = int(math.ceil(x_hi / d)) + 1
+    k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
+    z, w = _z_of(k * d, shift, mu)
+    z = np.minimum(z, Z_CUT)  # edges beyond the cut are the cut itself (exact: no widening needed there)
+    w = np.where(z >= Z_CUT, 0.0, w)
+    a = 1.01 * w * (np.abs(z) + 4.0)
+    split = int(np.searchsorted(z, 0.0, side="right"))  # z[:split] <= 0 < z[split:]
+    left, right = slice(0, split), slice(max(split - 1, 0), z.size)
+    cdf_lo, cdf_hi, sf_lo, sf_hi = (np.full(z.shape, np.nan) for _ in range(4))
+    cdf_lo[left], cdf_hi[left] = normal_cdf_bounds(z[left], z[left])
+    sf_lo[right], sf_hi[right] = normal_cdf_bounds(-z[right], -z[right])
+    cdf_lo, cdf_hi = cdf_lo * (1.0 - a), np.minimum(cdf_hi * (1.0 + a), 1.0)
+    sf_lo, sf_hi = sf_lo * (1.0 - a), np.minimum(sf_hi * (1.0 + a), 1.0)
+    lower_half = z[1:] <= 0.0
+    beyond = z[:-1] >= Z_CUT  # cells wholly above the cut: empty here (their mass is the tail)
+    cell_up = np.clip(np.where(lower_half, cdf_hi[1:] - cdf_lo[:-1], sf_hi[:-1] - sf_lo[1:]), 0.0, 1.0)
+    cell_lo = np.clip(np.where(lower_half, cdf_lo[1:] - cdf_hi[:-1], sf_lo[:-1] - sf_hi[1:]), 0.0, 1.0)
+    cell_up[beyond] = 0.0
+    cell_lo[beyond] = 0.0
+    first = (float(cdf_lo[0]), float(cdf_hi[0]))
+    tail = (float(sf_lo[-1]), float(sf_hi[-1]))  # z[-1] = Z_CUT exactly, w = 0 there
+    return k_lo, cell_up, cell_lo, first, tail
+
+
+def _linear_cells(mu, d, up, last):
+    """``(k0, upper masses, max relative gap, special)`` of ``X`` (:func:`_normal_cells`) rounded to the linear
+    grid ``k d``: up, ``ceil(X / d)`` (masses of ``k0, k0 + 1, ...``; ``Z <= z_(k_lo)`` goes to ``k_lo``),
+    ``special`` an upper bound on ``P(Z > Z_CUT)`` (the infinite atom); down, ``floor(X / d)`` (``Z < z_(k_lo)``
+    goes to 0, ``Z > Z_CUT`` to the last point), ``special`` 0."""
+    k_lo, cell_up, cell_lo, first, tail = _normal_cells(mu, d, last)
+    # up: X in ((k-1) d, k d] -> k, i.e. Z in (z_(k-1), z_k] -> k; down: X in [k d, (k+1) d) -> k
+    if up:
+        upper = np.concatenate(([first[1]], cell_up))
+        lower = np.concatenate(([first[0]], cell_lo))
+        start, special = k_lo, tail[1] * (1.0 + 4 * _U)
+    else:
+        upper = np.concatenate(([first[1]], np.zeros(k_lo - 1), cell_up))
+        lower = np.concatenate(([first[0]], np.zeros(k_lo - 1), cell_lo))
+        upper[-1] += tail[1]
+        lower[-1] += tail[0]
+        start, special = 0, 0.0
+    upper = upper * (1.0 + 4 * _U)  # the clipped subtractions and the additions above
+    lower = lower * (1.0 - 4 * _U)
+    nz = np.flatnonzero(upper > 0.0)
+    upper, lower = upper[nz[0]: nz[-1] + 1], lower[nz[0]: nz[-1] + 1]
+    start += int(nz[0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = np.where(upper > 0, (upper - np.minimum(lower, upper)) / upper, 0.0)
+    return start, upper, float(gap.max()), special
+
+
+def _log_moment_bound(masses, thetas, block=1024):
+    """Upper bounds on ``log sum_j masses[j] e^(theta j)`` for each ``theta >= 0``: masses summed in blocks of
+    ``block`` indices, each block at its largest index (``e^(theta j)`` increases), sums of non-negative terms
+    rounded up by a relative ``1e-9``."""
+    n = masses.size
+    pad = (-n) % block
+    sums = np.concatenate((masses, np.zeros(pad))).reshape(-1, block).sum(axis=1)
+    top = np.arange(sums.size, dtype=np.float64) * block + (block - 1)
+    with np.errstate(divide="ignore"):
+        log_sums = np.log(sums)
+    terms = log_sums[None, :] + thetas[:, None] * top[None, :]
+    peak = terms.max(axis=1)
+    return peak + np.log(np.exp(terms - peak[:, None]).sum(axis=1)) + 1e-9
+
+
+def _wrap_bound(size, x, n, last):
+    """Chernoff bound on the mass at index ``>= size`` of ``x^(*n) * last`` (non-negative measures on
+    ``0, 1, ...``): ``sum_(j >= size) c_j <= e^(-theta size) m_x(theta)^n m_last(theta)`` for every
+    ``theta >= 0``, minimised over a grid of ``theta``."""
+    thetas = np.geomspace(1e-3, 60.0, 96) / size
+    log = -thetas * size + n * _log_moment_bound(x, thetas) + _log_moment_bound(last, thetas)
+    return float(math.exp(min(float(log.min()), 0.0)))
+
+
+def _fold(values, size):
+    """``values`` folded modulo ``size`` (exact for the cyclic convolution: sums of non-negative terms, within
+    ``values.size / size`` roundings each, charged below as relative ``1e-12`` on the 1-norm)."""
+    pad = (-values.size) % size
+    return np.concatenate((values, np.zeros(pad))).reshape(-1, size).sum(axis=0)
+
+
+def _complex_power(f, n):
+    """``f^n`` elementwise by repeated squaring (computed ``f^n (1 + theta)``, ``|theta| <= (1 + e)^(n-1) - 1``,
+    ``e`` the complex product's relative error: module docstring)."""
+    result, base = None, f
+    while True:
+        if n & 1:
+            result = base if result is None else result * base
+        n >>= 1
+        if not n:
+            return result
+        base = base * base
+
+
+def _power_error(size, n, x, last, same):
+    """``E_2``, a bound on ``||c~ - c||_2`` for ``c = x^(*n) * last`` computed as ``irfft(rfft(x)^n rfft(last))``
+    in length ``size`` (cyclic; module docstring, "FFT error"). ``same``: ``last`` is ``x`` (one transform)."""
+    from dpledger.mechanisms._fft_error import fft_rho
+
+    rho = fft_rho(size)
+    root = math.sqrt(size)
+    s_x = float(np.sum(x)) * (1 + 1e-12)
+    l_x = float(np.linalg.norm(x)) * (1 + 1e-12)
+    s_g = float(np.sum(last)) * (1 + 1e-12)
+    l_g = float(np.linalg.norm(last)) * (1 + 1e-12)
+    e_f = rho * root * l_x
+    e_g = e_f if same else rho * root * l_g
+    a1 = n * (s_x + e_f) ** (n - 1) * e_f  # |a^n - b^n| <= n max(|a|, |b|)^(n-1) |a - b|
+    theta = math.expm1((n - 1) * math.log1p(_CMUL)) if n > 1 else 0.0
+    p_norm = root * s_x ** (n - 1) * l_x  # ||F^n||_2 = sqrt(N) ||x^(*n)||_2 <= sqrt(N) ||x||_1^(n-1) ||x||_2
+    e_p = a1 + theta * (p_norm + a1)
+    e_c = e_p * (s_g + e_g) + s_x**n * e_g + _CMUL * (s_g + e_g) * (p_norm + e_p)
+    c_norm = s_x**n * l_g
+    return (e_c / root + rho * (c_norm + e_c / root)) * (1.0 + 1e-9)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_cells(mu, d, up, last):
+    cells = _linear_cells(mu, d, up, last)
+    cells[1].setflags(write=False)
+    return cells
+
+
+def linear_step(mu: float, steps: int) -> tuple[float, int] | None:
+    """``(d, N)``: the linear grid's step and FFT length for ``mu`` and ``steps``, or None where no step between
+    ``2^-LINEAR_BITS`` and ``2^-LINEAR_COARSEST_BITS`` (relative to ``min(mu, 1)``, rounded up to a power of
+    two) keeps ``N`` within :data:`MAX_LINEAR_N` (the log grid is used there). ``N`` is the smallest power of two
+    (at least ``2^10``) at which the Chernoff bound on the wrapped mass of the up-rounded removal sum (the widest)
+    is at most :data:`WRAP_TARGET`; a cheap estimate of the sum's width skips the steps that cannot fit."""
+    t = int(steps)
+    base = math.ceil(math.log2(min(mu, 1.0)))
+    x_lo = math.exp(-mu * Z_LOW - mu * mu / 2.0)
+    x_hi = math.exp(mu * Z_CUT + mu * mu / 2.0)  # the largest summand kept
+    width = t * (math.exp(mu * mu) - x_lo) + 8.0 * math.sqrt(t * math.expm1(mu * mu)) + x_hi
+    for bits in range(LINEAR_BITS, LINEAR_COARSEST_BITS - 1, -1):
+        d = 2.0 ** (base - bits)
+        if width / d > MAX_LINEAR_N:
+            continue
+        _, m_x, _, _ = _cached_cells(mu, d, True, False)
+        _, m_p, _, _ = _cached_cells(mu, d, True, True)
+        size = 1 << max(int(math.ceil(math.log2(width / d))) - 1, 10)
+        while size <= MAX_LINEAR_N and _wrap_bound(size, m_x, t - 1, m_p) > WRAP_TARGET:
+            size *= 2
+        if size <= MAX_LINEAR_N:
+            return d, size
+    return None
+
+
+def _shave_top(values, amount):
+    """``values`` (non-negative, in order of increasing loss) less at least ``amount`` of mass taken from the top
+    entries: entry ``i`` keeps ``max(0, min(v_i, C_i - amount))``, ``C_i`` the sum of entries ``i`` and above
+    (computed sums within ``n u`` relative: ``amount`` is raised by that much of the total)."""
+    if amount <= 0.0:
+        return values
+    rev = values[::-1]
+    cs = np.cumsum(rev)
+    amount = amount * (1.0 + 1e-9) + values.size * _U * float(cs[-1]) * 2.0
+    return np.maximum(0.0, np.minimum(rev, cs - amount))[::-1]
+
+
+def _trim(c, limit):
+    """``(lo, hi, below, above)``: ``c[:lo]`` and ``c[hi:]`` each hold at most ``limit`` (as computed), and
+    ``below`` / ``above`` bound their sums from above (cumulative sums within ``n u`` relative)."""
+    slack = 1.0 + 2.0 * (c.size + 2) * _U
+    cs = np.cumsum(c)
+    lo = int(np.searchsorted(cs, limit, side="right"))
+    rs = np.cumsum(c[::-1])
+    top = int(np.searchsorted(rs, limit, side="right"))
+    lo = min(lo, c.size - 1)
+    top = min(top, c.size - 1 - lo)
+    below = float(cs[lo - 1]) * slack if lo else 0.0
+    above = float(rs[top - 1]) * slack if top else 0.0
+    return lo, c.size - top, below, above
+
+
+#: Mass trimmed off each end of a computed sum (module docstring, "Linear grid").
+TRIM = 1e-14
+
+
+@functools.lru_cache(maxsize=4)
+def linear_atoms(mu: float, steps: int, d: float, size: int) -> dict:
+    """Atoms of ``S`` on the linear grid ``k d`` (module docstring, "Linear grid"), cached, keyed by
+    ``("P" | "Q", "up" | "down")``; each ``(start, masses, lower_factor, infinite, error)``: atom ``j`` at
+    ``S = (start + j) d``. ``("P", "up")`` and ``("Q", "down")`` serve as upper measures (of the removal loss
+    ``log(S/t)`` and of the addition loss ``log(t/S)``): ``masses`` plus ``infinite`` at loss ``+inf`` dominate.
+    ``("P", "down")`` and ``("Q", "up")`` serve as lower measures: ``lower_factor * masses`` less ``error`` taken
+    from the top (in loss) is dominated."""
+    t = int(steps)
+    n = t - 1
+    out = {}
+    for up in (True, False):
+        k_x, m_x, r_x, s_x = _cached_cells(mu, d, up, False)
+        k_p, m_p, r_p, s_p = _cached_cells(mu, d, up, True)
+        fx = np.fft.rfft(_fold(m_x, size))
+        pow_x = _complex_power(fx, n) if n else None
+        for name, k_last, m_last, r_last, s_last in (("P", k_p, m_p, r_p, s_p), ("Q", k_x, m_x, r_x, s_x)):
+            same = name == "Q"
+            f_last = fx if same else np.fft.rfft(_fold(m_last, size))
+            c = np.fft.irfft(f_last if pow_x is None else pow_x * f_last, size)
+            error = math.sqrt(size) * _power_error(size, n, m_x, m_last, same) if n else 0.0
+            error = (error + _wrap_bound(size, m_x, n, m_last)) * (1.0 + 1e-12)  # 1e-12: the folds' sums
+            np.maximum(c, 0.0, out=c)
+            lo, hi, below, above = _trim(c, TRIM)
+            kept = c[lo:hi].copy()
+            start = n * k_x + k_last + lo
+            factor = (1.0 - r_x) ** n * (1.0 - r_last) * (1.0 - 1e-9)
+            infinite = 0.0
+            if (name, up) == ("P", True):  # upper measure, S may only go up: the bottom to the first atom
+                kept[0] += below
+                infinite = min(1.0, (n * s_x + s_last) * (1.0 + 1e-12)) + above + error
+            elif (name, up) == ("Q", False):  # upper measure, S may only go down: the top to the last atom
+                kept[-1] += above
+                infinite = below + error  # the bottom to S = 0: loss log(t / S) = +inf
+            kept *= 1.0 + 4 * _U  # the additions above
+            out[name, "up" if up else "down"] = (start, kept, factor, infinite, error)
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def linear_losses(mu: float, steps: int, remove: bool, d: float, size: int) -> tuple:
+    """``(hi_loss, p_masses, q_masses, infinite, lo_loss, lower_masses)`` of one direction from
+    :func:`linear_atoms` (module docstring, "Linear grid"), cached: the upper measure's atoms (losses rounded up,
+    their P-masses and Q-masses ``m e^-l``, and the mass at ``+inf``) and the lower measure's (losses rounded down,
+    masses after the lower factor and the shave; the atoms at ``-inf`` dropped). Read-only arrays."""
+    atoms = linear_atoms(float(mu), int(steps), d, size)
+    log_t = math.log(steps)
+    slack = 1e-12
+    hi_key, lo_key = (("P", "up"), ("P", "down")) if remove else (("Q", "down"), ("Q", "up"))
+    (h0, m_hi, _, infinite, _), (l0, m_lo, f_lo, _, err_lo) = atoms[hi_key], atoms[lo_key]
+    with np.errstate(divide="ignore"):
+        log_hi = np.log((h0 + np.arange(m_hi.size, dtype=np.float64)) * d)
+        log_lo = np.log((l0 + np.arange(m_lo.size, dtype=np.float64)) * d)
+    # removal: L = log(S_P / t), S rounded up gives L', down L''; addition: L = log(t / S_Q), the other way round
+    hi_loss, lo_loss = (log_hi - log_t, log_lo - log_t) if remove else (log_t - log_hi, log_t - log_lo)
+    fin_hi, fin_lo = np.isfinite(hi_loss), np.isfinite(lo_loss)
+    hi_loss = np.where(fin_hi, hi_loss + slack * (1.0 + np.abs(np.where(fin_hi, hi_loss, 0.0))), hi_loss)
+    lo_loss = np.where(fin_lo, lo_loss - slack * (1.0 + np.abs(np.where(fin_lo, lo_loss, 0.0))), lo_loss)
+    with np.errstate(over="ignore", under="ignore"):
+        q_hi = m_hi * np.exp(-hi_loss)  # exp and the product within 3u: covered by the 1e-12 at the sums
+    lower = m_lo * f_lo
+    lower = _shave_top(lower, err_lo) if remove else _shave_top(lower[::-1], err_lo)[::-1]  # top in loss
+    keep = np.isfinite(lo_loss)  # L'' = -inf (S = 0 for removal) is dropped
+    out = (hi_loss, m_hi, q_hi, infinite, lo_loss[keep], lower[keep])
+    for arr in out[:3] + out[4:]:
+        arr.setflags(write=False)
+    return out
+
+
+def _linear_buckets(mu, steps, edges, remove, d, size):
+    """:class:`LossBuckets` from :func:`linear_losses` (module docstring, "Linear grid")."""
+    hi_loss, m_hi, q_hi, infinite, lo_loss, lower = linear_losses(float(mu), int(steps), bool(remove), d, size)
+    count = 2.0 * (m_hi.size + lower.size + 2) * _U  # bincount's sums of non-negative terms
+    index = np.searchsorted(edges, hi_loss, side="left")
+    size_b = edges.size + 1
+    p = np.bincount(index, weights=m_hi, minlength=size_b)
+    p_upper, p_lower = p * (1.0 + count), p * (1.0 - count)
+    p_upper[-1] += infinite * (1.0 + count)
+    p_lower[-1] += infinite * (1.0 - count)
+    q = np.bincount(index, weights=q_hi, minlength=size_b)
+    q_upper, q_lower = q * (1.0 + count + 1e-12), q * (1.0 - count - 1e-12)
+    down = _bucket_sums(lo_loss, lower, edges, "right") * (1.0 - count)
     return LossBuckets(p_upper, p_lower, q_upper, q_lower, down)

@@ -55,7 +55,13 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from dpledger.mechanisms import _validate
-from dpledger.mechanisms.allocation_pld import allocation_atoms, allocation_buckets, grid_step
+from dpledger.mechanisms.allocation_pld import (
+    allocation_atoms,
+    allocation_buckets,
+    grid_step,
+    linear_losses,
+    linear_step,
+)
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import SelfComposed
 from dpledger.mechanisms.loss_buckets import LossBuckets
@@ -351,12 +357,26 @@ class AllocationPair(Mechanism):
                                   direction is Direction.REMOVE)
 
     def _log_mgf(self, s):
-        logs, masses, _, _ = allocation_atoms(self._mu(), self.steps, grid_step(self._mu()))["P", "up"]
-        loss = logs - math.log(self.steps)
-        with np.errstate(divide="ignore"):
-            a = np.log(masses)[None, :] + s[:, None] * loss[None, :]
-        peak = a.real.max(axis=1, keepdims=True)
-        return (peak[:, 0] + np.log(np.exp(a - peak).sum(axis=1))).astype(np.complex128)
+        mu = self._mu()
+        linear = linear_step(mu, self.steps)
+        if linear is not None:
+            loss, masses = linear_losses(mu, self.steps, True, *linear)[:2]
+            # an estimate: the atoms' losses rounded up to 2^-12, where their masses are summed
+            k = np.ceil(loss * 4096.0)
+            k0 = k[0]
+            masses = np.bincount((k - k0).astype(np.int64), weights=masses)
+            loss = (k0 + np.arange(masses.size)) / 4096.0
+            loss, masses = loss[masses > 0.0], masses[masses > 0.0]
+        else:
+            logs, masses, _, _ = allocation_atoms(mu, self.steps, grid_step(mu))["P", "up"]
+            loss = logs - math.log(self.steps)
+        log_m = np.log(masses)
+        out = np.empty(s.shape, dtype=np.complex128)
+        for i in range(0, s.size, 16):  # blocks of 16 arguments: 16 x atoms at a time
+            a = log_m[None, :] + s[i:i + 16, None] * loss[None, :]
+            peak = a.real.max(axis=1, keepdims=True)
+            out[i:i + 16] = peak[:, 0] + np.log(np.exp(a - peak).sum(axis=1))
+        return out
 
 
 def _missing(what, need):
