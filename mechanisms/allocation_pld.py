@@ -7,8 +7,63 @@ independent, ``X = exp(V)``, ``V = mu Z - mu^2/2``, ``X' = exp(V')``, ``V' = mu 
 Removal: loss ``L = log(S_P / t)`` under ``P_t``. Addition (the mirrored pair): loss ``-log(S_Q / t)`` under
 ``Q_t``.
 
-Discretisation (every step monotone, so the losses are coupled pointwise, ``L'' <= L <= L'``, as
-:mod:`mechanisms.loss_buckets` requires). Each ``V`` is rounded **up** (or **down**) to the grid ``k h``
+Two discretisations, every step monotone, so the losses are coupled pointwise, ``L'' <= L <= L'``, as
+:mod:`mechanisms.loss_buckets` requires: the **linear grid** (the default) and the **log grid** (the fallback where
+the linear grid would need more than :data:`MAX_LINEAR_N` points: large ``mu``, many steps).
+
+**Linear grid.** Each summand is rounded **up** (or **down**) to the grid ``k d`` (``d`` a power of two:
+``2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``, coarsened down to ``2^-LINEAR_COARSEST_BITS`` relative where the FFT
+length would exceed :data:`MAX_LINEAR_N`; :func:`linear_step`), so the rounded ``S`` is ``d`` times an exact
+integer index sum: ``S' >= S`` (up) and ``S'' <= S`` (down). A summand with ``Z > Z_CUT`` is ``+inf`` when
+rounded up (the infinite atom) and sits at the last grid point at or below ``exp(mu Z_CUT +- mu^2/2)`` when
+rounded down; one with ``Z <= z(k_lo)`` (``k_lo d`` the grid point near ``Z = -Z_LOW``) sits at ``k_lo`` (up) or
+0 (down). Removal: ``L' = log(S'_P / t)``, ``L'' = log(S''_P / t)``; addition: ``L' = log(t / S''_Q)`` (``S'' = 0``
+is loss ``+inf``), ``L'' = log(t / S'_Q)`` (an infinite summand is loss ``-inf``, dropped).
+
+1. *Cell masses.* The edges ``z_k = (log(k d) -+ mu^2/2) / mu``, clipped to ``Z_CUT``, are within ``w`` of the
+   computed ones (:func:`_z_of`); ``Phi`` (left of 0) and ``P(Z > z)`` (right of 0) are enclosed by
+   :func:`mechanisms.loss_buckets.normal_cdf_bounds` and widened by ``exp(+-w (|z| + 4))`` (Mills' ratio,
+   :func:`_normal_cells`). With upper cell masses the law of the index sum is dominated entrywise by the
+   convolution ``U`` of the upper masses (every atom is a sum over paths of products of cell masses); with ``r``
+   the largest relative gap between a cell's lower and upper mass the true law is at least ``f U`` entrywise,
+   ``f = (1 - r)^t``. The infinite atom of ``S'`` is at most ``(t - 1) s_X + s_X'`` (``s`` upper bounds on
+   ``P(Z > Z_CUT)``).
+2. *One FFT and a power.* ``U = x^(*(t-1)) * x_last`` (removal: ``x_last`` the pmf of ``X'``; addition: of
+   ``X``) is computed cyclically in length ``N`` as ``irfft(rfft(x)^(t-1) rfft(x_last))``, the power by repeated
+   squaring, from the pmfs (offset to their first index) folded modulo ``N`` (exact for a cyclic convolution).
+3. *FFT error* (:func:`_power_error`), in 2-norm over the full spectrum (the hermitian completion of the half
+   spectrum that the real FFT returns; the factor 2 is in ``rho``): each transform is within ``rho ||A||_2 =
+   rho sqrt(N) ||a||_2`` (:func:`mechanisms._fft_error.fft_rho`, Higham Thm 24.2); every ``|F_k| <= ||x||_1``,
+   so ``|F~^n - F^n| <= n (||x||_1 + e_F)^(n-1) |F~ - F|`` (``a^n - b^n = (a - b) sum a^i b^(n-1-i)``); the
+   repeated squaring returns ``F~^n (1 + theta)`` with ``|theta| <= (1 + e)^(n-1) - 1``, ``e = sqrt 2 gamma_2``
+   the complex product's error (Higham Lemma 3.5; the error factors' exponents add up to ``n - 1``), and
+   ``||F^n||_2 = sqrt(N) ||x^(*n)||_2 <= sqrt(N) ||x||_1^(n-1) ||x||_2`` (Parseval, Young); the product with
+   ``rfft(x_last)`` adds the two factors' errors and one more ``e``; the inverse divides the spectrum's error by
+   ``sqrt N`` and adds ``rho`` times its output's norm (``||U||_2 <= ||x||_1^n ||x_last||_2``). The imaginary
+   parts ``irfft`` drops at 0 and ``N/2`` are exactly 0, so dropping them only lowers the error. That gives
+   ``||U~ - U_cyc||_2 <= E_2`` and ``||U~ - U_cyc||_1 <= sqrt(N) E_2 = E_1``. Negative entries are set to 0, which
+   moves no entry away from ``U_cyc >= 0``.
+4. *Wrap-around*: ``U_cyc`` folds the mass of ``U`` at relative indices ``>= N`` onto lower ones; that mass is at
+   most ``W = min_theta e^(-theta N) m_x(theta)^(t-1) m_last(theta)`` (Chernoff: Markov's inequality on
+   ``e^(theta index)``, the moment sums bounded blockwise from above, :func:`_wrap_bound`). ``N`` is the smallest
+   power of two with ``W <= WRAP_TARGET``.
+5. *Trims*: at most :data:`TRIM` of mass is cut off each end of the computed sum (:func:`_trim`).
+
+Upper measures (removal: ``S'_P``; addition: ``S''_Q``) are the clipped ``U~`` with the trimmed ends moved in the
+safe direction (removal: the bottom to the first kept atom, the top to ``+inf``; addition: the top to the last
+kept atom, the bottom to ``S = 0``, loss ``+inf``) and ``E_1 + W`` (plus the infinite atom) at loss ``+inf``: for
+every ``l`` its mass at losses ``>= l`` is at least ``U``'s (``|sum_(k in K) (U~_k - U_cyc,k)| <= E_1``, and
+``U_cyc`` misses at most ``W`` of ``U``'s upper tail), hence at least the true loss's. Lower measures (removal:
+``S''_P``; addition: ``S'_Q``) are ``f`` times the clipped ``U~``, trimmed ends dropped, less ``E_1 + W`` taken
+from the top in loss (:func:`_shave_top`): their mass at losses ``>= l`` is at most ``f U``'s, hence at most the
+true one's. That order of upper tails is what the privacy buckets need and keep under composition
+(:mod:`accountants.privacy_buckets`); their connect-the-dots split uses a measure's own P- and Q-masses, so the
+buckets returned are those of these measures (``q = m e^-l`` per atom), sums rounded outward.
+
+The first-order error is the rounding of the summands: ``L' - L <= log(1 + t d / S)``, about ``d / 2`` per epoch
+on average at ``S ~ t``; the FFT, wrap and trim terms are below ``1e-9`` per epoch in the benchmarks.
+
+**Log grid.** Each ``V`` is rounded **up** (or **down**) to the grid ``k h``
 (``h`` a power of two); sums are formed in log space by ``log(e^a + e^b) = max(a, b) + log1p(e^-|a - b|)``, the
 second term rounded up (down) to a multiple of ``h``; so the computed ``log S`` is above (below) the exact one.
 Below the grid (``Z < -8.5``) a rounded-up ``V`` sits at the grid's first point and a rounded-down ``X`` is 0;
@@ -30,6 +85,7 @@ import math
 
 import numpy as np
 
+from dpledger.mechanisms._fft_error import fft_rho
 from dpledger.mechanisms.loss_buckets import LossBuckets, normal_cdf_bounds
 
 __all__ = [
@@ -255,10 +311,11 @@ def _z_of(x, shift, mu):
 
 @functools.lru_cache(maxsize=8)
 def _normal_cells(mu, d, last):
-    """``(k_lo, cell_up, cell_lo, first, tail)`` for ``X = exp(mu Z + shift)`` (``shift = +mu^2/2`` if ``last``,
+    """``(k_lo, cell_up, cell_lo, first, tail, cut)`` for ``X = exp(mu Z + shift)`` (``shift = +mu^2/2`` if ``last``,
     the summand ``X'``, else ``-mu^2/2``): the edges ``z_k`` at which ``X = k d``, ``k = k_lo .. k_hi`` (the
     largest at or beyond :data:`Z_CUT`, clipped to it); ``cell_up`` / ``cell_lo`` the upper / lower masses of the
-    cells ``(z_k, z_(k+1)]``, ``first`` those of ``Z <= z_(k_lo)`` and ``tail`` those of ``Z > Z_CUT``.
+    cells ``(z_k, z_(k+1)]``, ``first`` those of ``Z <= z_(k_lo)``, ``tail`` those of ``Z > Z_CUT`` and
+    ``k_lo + cut`` the last grid point surely at or below ``exp(mu Z_CUT + shift)``.
 
     Each edge is within ``w`` of its computed value (:func:`_z_of`); ``Phi`` (left of 0) or ``P(Z > z)`` (right
     of 0, no cancellation in the tail) is enclosed at the computed edge by
@@ -273,8 +330,11 @@ def _normal_cells(mu, d, last):
     k_hi = int(math.ceil(x_hi / d)) + 1
     k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
     z, w = _z_of(k * d, shift, mu)
-    z = np.minimum(z, Z_CUT)  # edges beyond the cut are the cut itself (exact: no widening needed there)
-    w = np.where(z >= Z_CUT, 0.0, w)
+    # the edges are min(z_k, Z_CUT): enclosed by [min(z - w, Z_CUT), min(z + w, Z_CUT)] (min is 1-Lipschitz),
+    # the point Z_CUT itself where z - w >= Z_CUT
+    cut = int(np.searchsorted(z + w, Z_CUT, side="right")) - 1  # last edge surely at or below the cut
+    w = np.where(z - w >= Z_CUT, 0.0, w)
+    z = np.minimum(z, Z_CUT)
     a = 1.01 * w * (np.abs(z) + 4.0)
     split = int(np.searchsorted(z, 0.0, side="right"))  # z[:split] <= 0 < z[split:]
     left, right = slice(0, split), slice(max(split - 1, 0), z.size)
@@ -284,14 +344,15 @@ def _normal_cells(mu, d, last):
     cdf_lo, cdf_hi = cdf_lo * (1.0 - a), np.minimum(cdf_hi * (1.0 + a), 1.0)
     sf_lo, sf_hi = sf_lo * (1.0 - a), np.minimum(sf_hi * (1.0 + a), 1.0)
     lower_half = z[1:] <= 0.0
-    beyond = z[:-1] >= Z_CUT  # cells wholly above the cut: empty here (their mass is the tail)
+    beyond = w[:-1] == 0.0  # cells whose both edges are the cut: empty (their mass is the tail's)
+    beyond &= z[:-1] >= Z_CUT
     cell_up = np.clip(np.where(lower_half, cdf_hi[1:] - cdf_lo[:-1], sf_hi[:-1] - sf_lo[1:]), 0.0, 1.0)
     cell_lo = np.clip(np.where(lower_half, cdf_lo[1:] - cdf_hi[:-1], sf_lo[:-1] - sf_hi[1:]), 0.0, 1.0)
     cell_up[beyond] = 0.0
     cell_lo[beyond] = 0.0
     first = (float(cdf_lo[0]), float(cdf_hi[0]))
     tail = (float(sf_lo[-1]), float(sf_hi[-1]))  # z[-1] = Z_CUT exactly, w = 0 there
-    return k_lo, cell_up, cell_lo, first, tail
+    return k_lo, cell_up, cell_lo, first, tail, max(cut, 0)
 
 
 def _linear_cells(mu, d, up, last):
@@ -299,7 +360,7 @@ def _linear_cells(mu, d, up, last):
     grid ``k d``: up, ``ceil(X / d)`` (masses of ``k0, k0 + 1, ...``; ``Z <= z_(k_lo)`` goes to ``k_lo``),
     ``special`` an upper bound on ``P(Z > Z_CUT)`` (the infinite atom); down, ``floor(X / d)`` (``Z < z_(k_lo)``
     goes to 0, ``Z > Z_CUT`` to the last point), ``special`` 0."""
-    k_lo, cell_up, cell_lo, first, tail = _normal_cells(mu, d, last)
+    k_lo, cell_up, cell_lo, first, tail, cut = _normal_cells(mu, d, last)
     # up: X in ((k-1) d, k d] -> k, i.e. Z in (z_(k-1), z_k] -> k; down: X in [k d, (k+1) d) -> k
     if up:
         upper = np.concatenate(([first[1]], cell_up))
@@ -308,8 +369,8 @@ def _linear_cells(mu, d, up, last):
     else:
         upper = np.concatenate(([first[1]], np.zeros(k_lo - 1), cell_up))
         lower = np.concatenate(([first[0]], np.zeros(k_lo - 1), cell_lo))
-        upper[-1] += tail[1]
-        lower[-1] += tail[0]
+        upper[k_lo + cut] += tail[1]  # X > exp(mu Z_CUT + shift) >= (k_lo + cut) d
+        lower[k_lo + cut] += tail[0]
         start, special = 0, 0.0
     upper = upper * (1.0 + 4 * _U)  # the clipped subtractions and the additions above
     lower = lower * (1.0 - 4 * _U)
@@ -337,12 +398,32 @@ def _log_moment_bound(masses, thetas, block=1024):
 
 
 def _wrap_bound(size, x, n, last):
-    """Chernoff bound on the mass at index ``>= size`` of ``x^(*n) * last`` (non-negative measures on
-    ``0, 1, ...``): ``sum_(j >= size) c_j <= e^(-theta size) m_x(theta)^n m_last(theta)`` for every
-    ``theta >= 0``, minimised over a grid of ``theta``."""
+    """Upper bound on the mass at relative index ``>= size`` of ``x^(*n) * last`` (non-negative measures on
+    ``0, 1, ...``). For any cut ``T``: a path of indices summing to ``>= size`` either has a summand at ``>= T``
+    (mass at most ``n x[T:] ||x||^(n-1) ||last|| + last[T:] ||x||^n``, 1-norms) or has all summands below ``T``,
+    whose mass is at most ``e^(-theta size) m_x(theta)^n m_last(theta)`` for every ``theta >= 0`` (Chernoff:
+    Markov's inequality on ``e^(theta index)``; ``m`` the moment sums of the parts below ``T``). Minimised over a
+    few cuts (tail masses 1e-10 .. 1e-22, and no cut) and a grid of ``theta``; sums rounded up."""
+    s_x, s_l = float(np.sum(x)) * (1 + 1e-12), float(np.sum(last)) * (1 + 1e-12)
+    tx = np.cumsum(x[::-1])[::-1] * (1 + 1e-12)  # tail sums from each index (within n u; covered by 1e-12 when
+    tl = np.cumsum(last[::-1])[::-1] * (1 + 1e-12)  # the sums are at most 1e7 terms long)
+    cuts = {x.size}
+    for level in (1e-10, 1e-12, 1e-14, 1e-16, 1e-18, 1e-22):
+        cuts.add(int(np.searchsorted(-tx, -level, side="left")))
+        cuts.add(int(np.searchsorted(-tl, -level, side="left")))
     thetas = np.geomspace(1e-3, 60.0, 96) / size
-    log = -thetas * size + n * _log_moment_bound(x, thetas) + _log_moment_bound(last, thetas)
-    return float(math.exp(min(float(log.min()), 0.0)))
+    block = max(1, size // (64 * (n + 1)))  # each block's mass at its top index costs e^(theta block) a summand
+    best = 1.0
+    for cut in sorted(c for c in cuts if 0 < c <= max(x.size, last.size)):
+        union = 0.0
+        if cut < x.size:
+            union += n * float(tx[cut]) * s_x ** max(n - 1, 0) * s_l
+        if cut < last.size:
+            union += float(tl[cut]) * s_x**n
+        log = (-thetas * size + n * _log_moment_bound(x[:cut], thetas, block)
+               + _log_moment_bound(last[:cut], thetas, block))
+        best = min(best, union * (1 + 1e-12) + math.exp(min(float(log.min()), 0.0)))
+    return best
 
 
 def _fold(values, size):
@@ -368,8 +449,6 @@ def _complex_power(f, n):
 def _power_error(size, n, x, last, same):
     """``E_2``, a bound on ``||c~ - c||_2`` for ``c = x^(*n) * last`` computed as ``irfft(rfft(x)^n rfft(last))``
     in length ``size`` (cyclic; module docstring, "FFT error"). ``same``: ``last`` is ``x`` (one transform)."""
-    from dpledger.mechanisms._fft_error import fft_rho
-
     rho = fft_rho(size)
     root = math.sqrt(size)
     s_x = float(np.sum(x)) * (1 + 1e-12)
@@ -464,13 +543,15 @@ def linear_atoms(mu: float, steps: int, d: float, size: int) -> dict:
     for up in (True, False):
         k_x, m_x, r_x, s_x = _cached_cells(mu, d, up, False)
         k_p, m_p, r_p, s_p = _cached_cells(mu, d, up, True)
-        fx = np.fft.rfft(_fold(m_x, size))
+        x = _fold(m_x, size)
+        fx = np.fft.rfft(x)
         pow_x = _complex_power(fx, n) if n else None
         for name, k_last, m_last, r_last, s_last in (("P", k_p, m_p, r_p, s_p), ("Q", k_x, m_x, r_x, s_x)):
             same = name == "Q"
-            f_last = fx if same else np.fft.rfft(_fold(m_last, size))
+            g = x if same else _fold(m_last, size)
+            f_last = fx if same else np.fft.rfft(g)
             c = np.fft.irfft(f_last if pow_x is None else pow_x * f_last, size)
-            error = math.sqrt(size) * _power_error(size, n, m_x, m_last, same) if n else 0.0
+            error = math.sqrt(size) * _power_error(size, n, x, g, same) if n else 0.0
             error = (error + _wrap_bound(size, m_x, n, m_last)) * (1.0 + 1e-12)  # 1e-12: the folds' sums
             np.maximum(c, 0.0, out=c)
             lo, hi, below, above = _trim(c, TRIM)
