@@ -382,19 +382,12 @@ def _linear_cells(mu, d, up, last):
     return start, upper, float(gap.max()), special
 
 
-def _log_moment_bound(masses, thetas, block=1024):
-    """Upper bounds on ``log sum_j masses[j] e^(theta j)`` for each ``theta >= 0``: masses summed in blocks of
-    ``block`` indices, each block at its largest index (``e^(theta j)`` increases), sums of non-negative terms
-    rounded up by a relative ``1e-9``."""
-    n = masses.size
-    pad = (-n) % block
-    sums = np.concatenate((masses, np.zeros(pad))).reshape(-1, block).sum(axis=1)
-    top = np.arange(sums.size, dtype=np.float64) * block + (block - 1)
-    with np.errstate(divide="ignore"):
-        log_sums = np.log(sums)
-    terms = log_sums[None, :] + thetas[:, None] * top[None, :]
-    peak = terms.max(axis=1)
-    return peak + np.log(np.exp(terms - peak[:, None]).sum(axis=1)) + 1e-9
+def _block_sums(values, block, count):
+    """Sums of ``values`` over blocks of ``block`` indices (``count`` blocks, zero-padded), rounded up: each is a
+    sum of at most ``block <= 2^20`` non-negative terms, within ``block u`` relative."""
+    padded = np.zeros(count * block)
+    padded[:values.size] = values
+    return padded.reshape(count, block).sum(axis=1) * (1.0 + 1e-9)
 
 
 def _wrap_bound(size, x, n, last):
@@ -402,28 +395,31 @@ def _wrap_bound(size, x, n, last):
     ``0, 1, ...``). For any cut ``T``: a path of indices summing to ``>= size`` either has a summand at ``>= T``
     (mass at most ``n x[T:] ||x||^(n-1) ||last|| + last[T:] ||x||^n``, 1-norms) or has all summands below ``T``,
     whose mass is at most ``e^(-theta size) m_x(theta)^n m_last(theta)`` for every ``theta >= 0`` (Chernoff:
-    Markov's inequality on ``e^(theta index)``; ``m`` the moment sums of the parts below ``T``). Minimised over a
-    few cuts (tail masses 1e-10 .. 1e-22, and no cut) and a grid of ``theta``; sums rounded up."""
-    s_x, s_l = float(np.sum(x)) * (1 + 1e-12), float(np.sum(last)) * (1 + 1e-12)
-    tx = np.cumsum(x[::-1])[::-1] * (1 + 1e-12)  # tail sums from each index (within n u; covered by 1e-12 when
-    tl = np.cumsum(last[::-1])[::-1] * (1 + 1e-12)  # the sums are at most 1e7 terms long)
-    cuts = {x.size}
+    Markov's inequality on ``e^(theta index)``; ``m`` the moment sums of the parts below ``T``). Everything is
+    bounded on blocks of ``B = size / (64 (n + 1))`` indices: a block's mass counts at its top index in the moment
+    sums (``e^(theta j)`` increases) and whole in the tails; cuts at block edges where the tails reach 1e-10 ..
+    1e-22 (and no cut), ``theta`` on a grid; the moment sums as running log-sums (each step within a few ``u``,
+    covered by ``1e-9`` on the logarithm)."""
+    block = max(1, size // (64 * (n + 1)))
+    count = -(-max(x.size, last.size) // block)
+    bx, bl = _block_sums(x, block, count), _block_sums(last, block, count)
+    s_x, s_l = float(bx.sum()) * (1 + 1e-12), float(bl.sum()) * (1 + 1e-12)
+    tx = np.concatenate((np.cumsum(bx[::-1])[::-1], [0.0])) * (1 + 1e-12)  # tx[c]: blocks c, c+1, ...
+    tl = np.concatenate((np.cumsum(bl[::-1])[::-1], [0.0])) * (1 + 1e-12)
+    cuts = {count}
     for level in (1e-10, 1e-12, 1e-14, 1e-16, 1e-18, 1e-22):
         cuts.add(int(np.searchsorted(-tx, -level, side="left")))
         cuts.add(int(np.searchsorted(-tl, -level, side="left")))
+    cuts = np.array(sorted(c for c in cuts if 0 < c <= count))
     thetas = np.geomspace(1e-3, 60.0, 96) / size
-    block = max(1, size // (64 * (n + 1)))  # each block's mass at its top index costs e^(theta block) a summand
-    best = 1.0
-    for cut in sorted(c for c in cuts if 0 < c <= max(x.size, last.size)):
-        union = 0.0
-        if cut < x.size:
-            union += n * float(tx[cut]) * s_x ** max(n - 1, 0) * s_l
-        if cut < last.size:
-            union += float(tl[cut]) * s_x**n
-        log = (-thetas * size + n * _log_moment_bound(x[:cut], thetas, block)
-               + _log_moment_bound(last[:cut], thetas, block))
-        best = min(best, union * (1 + 1e-12) + math.exp(min(float(log.min()), 0.0)))
-    return best
+    top = np.arange(count, dtype=np.float64) * block + (block - 1)
+    with np.errstate(divide="ignore"):
+        log_x = np.logaddexp.accumulate(np.log(bx)[None, :] + thetas[:, None] * top[None, :], axis=1)
+        log_l = np.logaddexp.accumulate(np.log(bl)[None, :] + thetas[:, None] * top[None, :], axis=1)
+    chernoff = -thetas[:, None] * size + n * log_x[:, cuts - 1] + log_l[:, cuts - 1] + 1e-9 * (n + 1)
+    chernoff = np.exp(np.minimum(chernoff.min(axis=0), 0.0))
+    union = (n * tx[cuts] * s_x ** max(n - 1, 0) * s_l + tl[cuts] * s_x**n) * (1 + 1e-12)
+    return float(min(1.0, float(np.min(union + chernoff))))
 
 
 def _fold(values, size):
