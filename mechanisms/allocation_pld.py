@@ -12,9 +12,9 @@ Two discretisations, every step monotone, so the losses are coupled pointwise, `
 the linear grid would need more than :data:`MAX_LINEAR_N` points: large ``mu``, many steps).
 
 **Linear grid.** Each summand is rounded **up** (or **down**) to the grid ``k d`` (``d`` a power of two:
-``2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``, coarsened down to ``2^-LINEAR_COARSEST_BITS`` relative where the FFT
-length would exceed :data:`MAX_LINEAR_N`; :func:`linear_step`), so the rounded ``S`` is ``d`` times an exact
-integer index sum: ``S' >= S`` (up) and ``S'' <= S`` (down). A summand with ``Z > Z_CUT`` is ``+inf`` when
+``2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``, doubled, up to ``2^(ceil(log2 min(mu, 1)) - LINEAR_COARSEST_BITS)``,
+while the FFT length would exceed :data:`MAX_LINEAR_N`; :func:`linear_step`), so the rounded ``S`` is ``d`` times
+an exact integer index sum: ``S' >= S`` (up) and ``S'' <= S`` (down). A summand with ``Z > Z_CUT`` is ``+inf`` when
 rounded up (the infinite atom) and sits at the last grid point at or below ``exp(mu Z_CUT +- mu^2/2)`` when
 rounded down; one with ``Z <= z(k_lo)`` (``k_lo d`` the grid point near ``Z = -Z_LOW``) sits at ``k_lo`` (up) or
 0 (down). Removal: ``L' = log(S'_P / t)``, ``L'' = log(S''_P / t)``; addition: ``L' = log(t / S''_Q)`` (``S'' = 0``
@@ -44,16 +44,19 @@ is loss ``+inf``), ``L'' = log(t / S'_Q)`` (an infinite summand is loss ``-inf``
    ``||U~ - U_cyc||_2 <= E_2`` and ``||U~ - U_cyc||_1 <= sqrt(N) E_2 = E_1``. Negative entries are set to 0, which
    moves no entry away from ``U_cyc >= 0``.
 4. *Wrap-around*: ``U_cyc`` folds the mass of ``U`` at relative indices ``>= N`` onto lower ones; that mass is at
-   most ``W = min_theta e^(-theta N) m_x(theta)^(t-1) m_last(theta)`` (Chernoff: Markov's inequality on
-   ``e^(theta index)``, the moment sums bounded blockwise from above, :func:`_wrap_bound`). ``N`` is the smallest
-   power of two with ``W <= WRAP_TARGET``.
+   most ``W``, for any cut ``T`` the mass of paths with a summand at ``>= T`` (a union bound) plus
+   ``min_theta e^(-theta N) m_x(theta)^(t-1) m_last(theta)`` with the moment sums ``m`` of the parts below ``T``
+   (Chernoff: Markov's inequality on ``e^(theta index)``), all bounded blockwise from above, minimised over a few
+   cuts and ``theta`` (:func:`_wrap_bound`). ``N`` is the smallest power of two with ``W <= WRAP_TARGET`` for the
+   widest sum (:func:`linear_step`); each sum's own ``W`` is charged.
 5. *Trims*: at most :data:`TRIM` of mass is cut off each end of the computed sum (:func:`_trim`).
 
 Upper measures (removal: ``S'_P``; addition: ``S''_Q``) are the clipped ``U~`` with the trimmed ends moved in the
 safe direction (removal: the bottom to the first kept atom, the top to ``+inf``; addition: the top to the last
 kept atom, the bottom to ``S = 0``, loss ``+inf``) and ``E_1 + W`` (plus the infinite atom) at loss ``+inf``: for
-every ``l`` its mass at losses ``>= l`` is at least ``U``'s (``|sum_(k in K) (U~_k - U_cyc,k)| <= E_1``, and
-``U_cyc`` misses at most ``W`` of ``U``'s upper tail), hence at least the true loss's. Lower measures (removal:
+every ``l`` its mass at losses ``>= l`` is at least ``U``'s (on any set ``K`` of indices ``sum_K max(U~, 0) >=
+sum_K U~ >= sum_K U_cyc - E_1``, and ``U_cyc`` misses at most ``W`` of ``U``'s tail: for addition, where the loss
+grows as ``S`` falls, the folded mass only adds to it), hence at least the true loss's. Lower measures (removal:
 ``S''_P``; addition: ``S'_Q``) are ``f`` times the clipped ``U~``, trimmed ends dropped, less ``E_1 + W`` taken
 from the top in loss (:func:`_shave_top`): their mass at losses ``>= l`` is at most ``f U``'s, hence at most the
 true one's. That order of upper tails is what the privacy buckets need and keep under composition
@@ -285,13 +288,13 @@ def allocation_buckets(mu: float, steps: int, edges: np.ndarray, remove: bool, h
 Z_CUT = 7.0
 #: Below ``-Z_LOW`` a summand rounded up sits at the first kept grid point and one rounded down is 0.
 Z_LOW = 8.5
-#: Finest linear step relative to ``min(mu, 1)``: ``d = 2^(floor(log2 min(mu, 1)) - LINEAR_BITS)``.
+#: Finest linear step relative to ``min(mu, 1)``: ``d = 2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``.
 LINEAR_BITS = 10
 #: Coarsest linear step tried (relative, as above) before falling back to the log grid.
 LINEAR_COARSEST_BITS = 6
 #: Largest FFT length of the linear grid.
 MAX_LINEAR_N = 1 << 22
-#: Target for the Chernoff bound on the mass that wraps around the cyclic convolution.
+#: Target for the bound on the mass that wraps around the cyclic convolution (:func:`_wrap_bound`).
 WRAP_TARGET = 1e-12
 _U = 2.0**-53
 _CMUL = math.sqrt(2.0) * 2 * _U / (1 - 2 * _U)  # complex product, Higham Lemma 3.5
@@ -534,6 +537,8 @@ def linear_atoms(mu: float, steps: int, d: float, size: int) -> dict:
     ``("P", "down")`` and ``("Q", "up")`` serve as lower measures: ``lower_factor * masses`` less ``error`` taken
     from the top (in loss) is dominated."""
     t = int(steps)
+    if t < 2:
+        raise ValueError(f"`steps` of linear_atoms must be at least 2; got {steps}.")
     n = t - 1
     out = {}
     for up in (True, False):
@@ -541,13 +546,13 @@ def linear_atoms(mu: float, steps: int, d: float, size: int) -> dict:
         k_p, m_p, r_p, s_p = _cached_cells(mu, d, up, True)
         x = _fold(m_x, size)
         fx = np.fft.rfft(x)
-        pow_x = _complex_power(fx, n) if n else None
+        pow_x = _complex_power(fx, n)
         for name, k_last, m_last, r_last, s_last in (("P", k_p, m_p, r_p, s_p), ("Q", k_x, m_x, r_x, s_x)):
             same = name == "Q"
             g = x if same else _fold(m_last, size)
             f_last = fx if same else np.fft.rfft(g)
-            c = np.fft.irfft(f_last if pow_x is None else pow_x * f_last, size)
-            error = math.sqrt(size) * _power_error(size, n, x, g, same) if n else 0.0
+            c = np.fft.irfft(pow_x * f_last, size)
+            error = math.sqrt(size) * _power_error(size, n, x, g, same)
             error = (error + _wrap_bound(size, m_x, n, m_last)) * (1.0 + 1e-12)  # 1e-12: the folds' sums
             np.maximum(c, 0.0, out=c)
             lo, hi, below, above = _trim(c, TRIM)
