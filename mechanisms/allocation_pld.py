@@ -17,8 +17,10 @@ while the FFT length would exceed :data:`MAX_LINEAR_N`; :func:`linear_step`), so
 an exact integer index sum: ``S' >= S`` (up) and ``S'' <= S`` (down). A summand with ``Z > Z_CUT`` is ``+inf`` when
 rounded up (the infinite atom) and sits at the last grid point at or below ``exp(mu Z_CUT +- mu^2/2)`` when
 rounded down; one with ``Z <= z(k_lo)`` (``k_lo d`` the grid point near ``Z = -Z_LOW``) sits at ``k_lo`` (up) or
-0 (down). Removal: ``L' = log(S'_P / t)``, ``L'' = log(S''_P / t)``; addition: ``L' = log(t / S''_Q)`` (``S'' = 0``
-is loss ``+inf``), ``L'' = log(t / S'_Q)`` (an infinite summand is loss ``-inf``, dropped).
+is set apart (down: its paths are dropped from the removal's lower measure and put at loss ``+inf`` in the
+addition's upper one, at most ``(t - 1) P_X + P_X'`` by a union bound). Removal: ``L' = log(S'_P / t)``,
+``L'' = log(S''_P / t)``; addition: ``L' = log(t / S''_Q)``, ``L'' = log(t / S'_Q)`` (an infinite summand is loss
+``-inf``, dropped).
 
 1. *Cell masses.* The edges ``z_k = (log(k d) -+ mu^2/2) / mu``, clipped to ``Z_CUT``, are within ``w`` of the
    computed ones (:func:`_z_of`); ``Phi`` (left of 0) and ``P(Z > z)`` (right of 0) are enclosed by
@@ -360,9 +362,11 @@ def _normal_cells(mu, d, last):
 
 def _linear_cells(mu, d, up, last):
     """``(k0, upper masses, max relative gap, special)`` of ``X`` (:func:`_normal_cells`) rounded to the linear
-    grid ``k d``: up, ``ceil(X / d)`` (masses of ``k0, k0 + 1, ...``; ``Z <= z_(k_lo)`` goes to ``k_lo``),
-    ``special`` an upper bound on ``P(Z > Z_CUT)`` (the infinite atom); down, ``floor(X / d)`` (``Z < z_(k_lo)``
-    goes to 0, ``Z > Z_CUT`` to the last point), ``special`` 0."""
+    grid ``k d``, masses of ``k0, k0 + 1, ...``: up, ``ceil(X / d)`` (``Z <= z_(k_lo)`` goes to ``k_lo``),
+    ``special`` an upper bound on ``P(Z > Z_CUT)`` (the infinite atom); down, ``floor(X / d)`` (``Z > Z_CUT``
+    goes to the last point surely below), ``special`` an upper bound on ``P(Z <= z_(k_lo))``, whose rounded-down
+    ``X`` is somewhere in ``[0, k_lo d)``: it is left out of the masses (the callers drop it from lower measures
+    and put it at the safe end of upper ones)."""
     k_lo, cell_up, cell_lo, first, tail, cut = _normal_cells(mu, d, last)
     # up: X in ((k-1) d, k d] -> k, i.e. Z in (z_(k-1), z_k] -> k; down: X in [k d, (k+1) d) -> k
     if up:
@@ -370,11 +374,10 @@ def _linear_cells(mu, d, up, last):
         lower = np.concatenate(([first[0]], cell_lo))
         start, special = k_lo, tail[1] * (1.0 + 4 * _U)
     else:
-        upper = np.concatenate(([first[1]], np.zeros(k_lo - 1), cell_up))
-        lower = np.concatenate(([first[0]], np.zeros(k_lo - 1), cell_lo))
-        upper[k_lo + cut] += tail[1]  # X > exp(mu Z_CUT + shift) >= (k_lo + cut) d
-        lower[k_lo + cut] += tail[0]
-        start, special = 0, 0.0
+        upper, lower = cell_up.copy(), cell_lo.copy()
+        upper[cut] += tail[1]  # X > exp(mu Z_CUT + shift) >= (k_lo + cut) d
+        lower[cut] += tail[0]
+        start, special = k_lo, first[1] * (1.0 + 4 * _U)
     upper = upper * (1.0 + 4 * _U)  # the clipped subtractions and the additions above
     lower = lower * (1.0 - 4 * _U)
     nz = np.flatnonzero(upper > 0.0)
@@ -565,7 +568,8 @@ def linear_atoms(mu: float, steps: int, d: float, size: int) -> dict:
                 infinite = min(1.0, (n * s_x + s_last) * (1.0 + 1e-12)) + above + error
             elif (name, up) == ("Q", False):  # upper measure, S may only go down: the top to the last atom
                 kept[-1] += above
-                infinite = below + error  # the bottom to S = 0: loss log(t / S) = +inf
+                # the bottom, and every path with a summand below its first cell (union bound), to loss +inf
+                infinite = below + error + min(1.0, (n * s_x + s_last) * (1.0 + 1e-12))
             kept *= 1.0 + 4 * _U  # the additions above
             out[name, "up" if up else "down"] = (start, kept, factor, infinite, error)
     return out

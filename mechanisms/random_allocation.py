@@ -32,8 +32,10 @@ What is computed from it:
 
 * **privacy-loss distribution, Gaussian base, k = 1** (characteristic-function accountant):
   :meth:`RandomAllocation.dominating_mechanism` is :class:`AllocationPair`, the pair above described by proven
-  loss buckets (:mod:`mechanisms.allocation_pld`: the loss is ``log`` of a sum of independent lognormals, summed
-  in log space on a grid with every rounding in the safe direction), composed over epochs by the privacy
+  loss buckets (:mod:`mechanisms.allocation_pld`: the loss is ``log`` of a sum of independent lognormals, each
+  rounded to a linear grid and summed by one FFT and an elementwise power, or summed in log space on a grid where
+  the linear grid would be too long, every rounding and float error bounded in the safe direction), composed over
+  epochs by the privacy
   buckets (connect-the-dots upper bound, rounded-down lower bound). This is the numerical privacy-loss-distribution
   analysis of the same pair Feldman & Shenfeld 2025 study; their closed-form (epsilon, delta) bounds and their
   decomposition are not implemented (their constants were not verified here).
@@ -79,7 +81,8 @@ __all__ = [
 #: Largest integer order at which the amplified Gaussian bounds are computed (the un-amplified bound beyond).
 MAX_AMPLIFIED_ORDER = 256
 #: Largest number of steps for which the amplified pair (:class:`AllocationPair`) is offered to the
-#: characteristic-function accountant (its log-space sums cost about ``log2(steps)`` quadratic passes).
+#: characteristic-function accountant (beyond the linear grid's reach its log-space sums cost about ``log2(steps)``
+#: quadratic passes).
 MAX_PAIR_STEPS = 4096
 #: Relative slack added to every sum of positive float64 terms before its logarithm (covers rounding).
 _SLACK = 1e-8
