@@ -11,16 +11,15 @@ Two discretisations, every step monotone, so the losses are coupled pointwise, `
 :mod:`mechanisms.loss_buckets` requires: the **linear grid** (the default) and the **log grid** (the fallback where
 the linear grid would need more than :data:`MAX_LINEAR_N` points: large ``mu``, many steps).
 
-**Linear grid.** Each summand is rounded **up** (or **down**) to the grid ``k d`` (``d`` a power of two:
+**Linear grid.** Each summand ``X`` in the bulk (``z(k_lo) < Z <= Z_CUT``, ``k_lo d`` the grid point near
+``Z = -Z_LOW``) has the index ``K = ceil(X / d)`` on the grid ``k d`` (``d`` a power of two:
 ``2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``, doubled, up to ``2^(ceil(log2 min(mu, 1)) - LINEAR_COARSEST_BITS)``,
-while the FFT length would exceed :data:`MAX_LINEAR_N`; :func:`linear_step`), so the rounded ``S`` is ``d`` times
-an exact integer index sum: ``S' >= S`` (up) and ``S'' <= S`` (down). A summand with ``Z > Z_CUT`` is ``+inf`` when
-rounded up (the infinite atom) and sits at the last grid point at or below ``exp(mu Z_CUT +- mu^2/2)`` when
-rounded down; one with ``Z <= z(k_lo)`` (``k_lo d`` the grid point near ``Z = -Z_LOW``) sits at ``k_lo`` (up) or
-is set apart (down: its paths are dropped from the removal's lower measure and put at loss ``+inf`` in the
-addition's upper one, at most ``(t - 1) P_X + P_X'`` by a union bound). Removal: ``L' = log(S'_P / t)``,
-``L'' = log(S''_P / t)``; addition: ``L' = log(t / S''_Q)``, ``L'' = log(t / S'_Q)`` (an infinite summand is loss
-``-inf``, dropped).
+while the FFT length would exceed :data:`MAX_LINEAR_N`; :func:`linear_step`), so ``(K - 1) d < X <= K d`` and,
+with ``K_S`` the exact integer index sum of the ``t`` summands, ``S'' = (K_S - t) d < S <= S' = K_S d``: one law
+(that of ``K_S``) gives both roundings. A path with a summand outside the bulk (``Z <= z(k_lo)`` or
+``Z > Z_CUT``; at most ``(t - 1) s_X + s_X'`` of mass, a union bound, ``s`` upper bounds on the two tails) is put at
+loss ``+inf`` in the upper measures and dropped from the lower ones. Removal: ``L' = log(S'_P / t)``,
+``L'' = log(S''_P / t)``; addition: ``L' = log(t / S''_Q)``, ``L'' = log(t / S'_Q)``.
 
 1. *Cell masses.* The edges ``z_k = (log(k d) -+ mu^2/2) / mu``, clipped to ``Z_CUT``, are within ``w`` of the
    computed ones (:func:`_z_of`); ``Phi`` (left of 0) and ``P(Z > z)`` (right of 0) are enclosed by
@@ -28,8 +27,7 @@ addition's upper one, at most ``(t - 1) P_X + P_X'`` by a union bound). Removal:
    :func:`_normal_cells`). With upper cell masses the law of the index sum is dominated entrywise by the
    convolution ``U`` of the upper masses (every atom is a sum over paths of products of cell masses); with ``r``
    the largest relative gap between a cell's lower and upper mass the true law is at least ``f U`` entrywise,
-   ``f = (1 - r)^t``. The infinite atom of ``S'`` is at most ``(t - 1) s_X + s_X'`` (``s`` upper bounds on
-   ``P(Z > Z_CUT)``).
+   ``f = (1 - r)^t``.
 2. *One FFT and a power.* ``U = x^(*(t-1)) * x_last`` (removal: ``x_last`` the pmf of ``X'``; addition: of
    ``X``) is computed cyclically in length ``N`` as ``irfft(rfft(x)^(t-1) rfft(x_last))``, the power by repeated
    squaring, from the pmfs (offset to their first index) folded modulo ``N`` (exact for a cyclic convolution).
@@ -55,7 +53,7 @@ addition's upper one, at most ``(t - 1) P_X + P_X'`` by a union bound). Removal:
 
 Upper measures (removal: ``S'_P``; addition: ``S''_Q``) are the clipped ``U~`` with the trimmed ends moved in the
 safe direction (removal: the bottom to the first kept atom, the top to ``+inf``; addition: the top to the last
-kept atom, the bottom to ``S = 0``, loss ``+inf``) and ``E_1 + W`` (plus the infinite atom) at loss ``+inf``: for
+kept atom, the bottom to loss ``+inf``) and ``E_1 + W`` (plus the paths outside the bulk) at loss ``+inf``: for
 every ``l`` its mass at losses ``>= l`` is at least ``U``'s (on any set ``K`` of indices ``sum_K max(U~, 0) >=
 sum_K U~ >= sum_K U_cyc - E_1``, and ``U_cyc`` misses at most ``W`` of ``U``'s tail: for addition, where the loss
 grows as ``S`` falls, the folded mass only adds to it), hence at least the true loss's. Lower measures (removal:
@@ -285,10 +283,9 @@ def allocation_buckets(mu: float, steps: int, edges: np.ndarray, remove: bool, h
 # ---------------------------------------------------------------------------------------------------------------
 # The linear grid (module docstring, "Linear grid")
 
-#: Standard-normal cut of the linear grid: a summand with ``Z > Z_CUT`` is the infinite atom (rounded up) or sits
-#: at the grid's last point (rounded down).
+#: Standard-normal ends of the linear grid's bulk: a path with a summand at ``Z > Z_CUT`` (or below the grid point
+#: near ``Z = -Z_LOW``) is at loss ``+inf`` in the upper measures and dropped from the lower ones.
 Z_CUT = 7.0
-#: Below ``-Z_LOW`` a summand rounded up sits at the first kept grid point and one rounded down is 0.
 Z_LOW = 8.5
 #: Finest linear step relative to ``min(mu, 1)``: ``d = 2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``.
 LINEAR_BITS = 10
@@ -316,11 +313,10 @@ def _z_of(x, shift, mu):
 
 @functools.lru_cache(maxsize=8)
 def _normal_cells(mu, d, last):
-    """``(k_lo, cell_up, cell_lo, first, tail, cut)`` for ``X = exp(mu Z + shift)`` (``shift = +mu^2/2`` if ``last``,
+    """``(k_lo, cell_up, cell_lo, first, tail)`` for ``X = exp(mu Z + shift)`` (``shift = +mu^2/2`` if ``last``,
     the summand ``X'``, else ``-mu^2/2``): the edges ``z_k`` at which ``X = k d``, ``k = k_lo .. k_hi`` (the
     largest at or beyond :data:`Z_CUT`, clipped to it); ``cell_up`` / ``cell_lo`` the upper / lower masses of the
-    cells ``(z_k, z_(k+1)]``, ``first`` those of ``Z <= z_(k_lo)``, ``tail`` those of ``Z > Z_CUT`` and
-    ``k_lo + cut`` the last grid point surely at or below ``exp(mu Z_CUT + shift)``.
+    cells ``(z_k, z_(k+1)]``, ``first`` those of ``Z <= z_(k_lo)`` and ``tail`` those of ``Z > Z_CUT``.
 
     Each edge is within ``w`` of its computed value (:func:`_z_of`); ``Phi`` (left of 0) or ``P(Z > z)`` (right
     of 0, no cancellation in the tail) is enclosed at the computed edge by
@@ -337,7 +333,6 @@ def _normal_cells(mu, d, last):
     z, w = _z_of(k * d, shift, mu)
     # the edges are min(z_k, Z_CUT): enclosed by [min(z - w, Z_CUT), min(z + w, Z_CUT)] (min is 1-Lipschitz),
     # the point Z_CUT itself where z - w >= Z_CUT
-    cut = int(np.searchsorted(z + w, Z_CUT, side="right")) - 1  # last edge surely at or below the cut
     w = np.where(z - w >= Z_CUT, 0.0, w)
     z = np.minimum(z, Z_CUT)
     a = 1.01 * w * (np.abs(z) + 4.0)
@@ -356,36 +351,23 @@ def _normal_cells(mu, d, last):
     cell_up[beyond] = 0.0
     cell_lo[beyond] = 0.0
     first = (float(cdf_lo[0]), float(cdf_hi[0]))
-    tail = (float(sf_lo[-1]), float(sf_hi[-1]))  # z[-1] = Z_CUT exactly, w = 0 there
-    return k_lo, cell_up, cell_lo, first, tail, max(cut, 0)
+    tail = (float(sf_lo[-1]), float(sf_hi[-1]))  # at z[-1] = Z_CUT (widened by a where w is not 0)
+    return k_lo, cell_up, cell_lo, first, tail
 
 
-def _linear_cells(mu, d, up, last):
-    """``(k0, upper masses, max relative gap, special)`` of ``X`` (:func:`_normal_cells`) rounded to the linear
-    grid ``k d``, masses of ``k0, k0 + 1, ...``: up, ``ceil(X / d)`` (``Z <= z_(k_lo)`` goes to ``k_lo``),
-    ``special`` an upper bound on ``P(Z > Z_CUT)`` (the infinite atom); down, ``floor(X / d)`` (``Z > Z_CUT``
-    goes to the last point surely below), ``special`` an upper bound on ``P(Z <= z_(k_lo))``, whose rounded-down
-    ``X`` is somewhere in ``[0, k_lo d)``: it is left out of the masses (the callers drop it from lower measures
-    and put it at the safe end of upper ones)."""
-    k_lo, cell_up, cell_lo, first, tail, cut = _normal_cells(mu, d, last)
-    # up: X in ((k-1) d, k d] -> k, i.e. Z in (z_(k-1), z_k] -> k; down: X in [k d, (k+1) d) -> k
-    if up:
-        upper = np.concatenate(([first[1]], cell_up))
-        lower = np.concatenate(([first[0]], cell_lo))
-        start, special = k_lo, tail[1] * (1.0 + 4 * _U)
-    else:
-        upper, lower = cell_up.copy(), cell_lo.copy()
-        upper[cut] += tail[1]  # X > exp(mu Z_CUT + shift) >= (k_lo + cut) d
-        lower[cut] += tail[0]
-        start, special = k_lo, first[1] * (1.0 + 4 * _U)
-    upper = upper * (1.0 + 4 * _U)  # the clipped subtractions and the additions above
-    lower = lower * (1.0 - 4 * _U)
+def _linear_cells(mu, d, last):
+    """``(k0, upper masses, max relative gap, special)`` of the bulk of ``X`` (:func:`_normal_cells`) on the
+    linear grid: the cell ``(z_(k-1), z_k]`` (``k > k_lo``, clipped to ``Z_CUT``) at ``k = ceil(X / d)``, masses
+    of ``k0, k0 + 1, ...``; ``special`` an upper bound on the rest, ``P(Z <= z_(k_lo)) + P(Z > Z_CUT)``."""
+    k_lo, cell_up, cell_lo, first, tail = _normal_cells(mu, d, last)
+    upper = cell_up * (1.0 + 4 * _U)  # the clipped subtractions
+    lower = cell_lo * (1.0 - 4 * _U)
+    special = (first[1] + tail[1]) * (1.0 + 4 * _U)
     nz = np.flatnonzero(upper > 0.0)
     upper, lower = upper[nz[0]: nz[-1] + 1], lower[nz[0]: nz[-1] + 1]
-    start += int(nz[0])
     with np.errstate(invalid="ignore", divide="ignore"):
         gap = np.where(upper > 0, (upper - np.minimum(lower, upper)) / upper, 0.0)
-    return start, upper, float(gap.max()), special
+    return k_lo + 1 + int(nz[0]), upper, float(gap.max()), special
 
 
 def _block_sums(values, block, count):
@@ -469,8 +451,8 @@ def _power_error(size, n, x, last, same):
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_cells(mu, d, up, last):
-    cells = _linear_cells(mu, d, up, last)
+def _cached_cells(mu, d, last):
+    cells = _linear_cells(mu, d, last)
     cells[1].setflags(write=False)
     return cells
 
@@ -490,8 +472,8 @@ def linear_step(mu: float, steps: int) -> tuple[float, int] | None:
         d = 2.0 ** (base - bits)
         if width / d > MAX_LINEAR_N:
             continue
-        _, m_x, _, _ = _cached_cells(mu, d, True, False)
-        _, m_p, _, _ = _cached_cells(mu, d, True, True)
+        _, m_x, _, _ = _cached_cells(mu, d, False)
+        _, m_p, _, _ = _cached_cells(mu, d, True)
         size = 1 << max(int(math.ceil(math.log2(width / d))) - 1, 10)
         while size <= MAX_LINEAR_N and _wrap_bound(size, m_x, t - 1, m_p) > WRAP_TARGET:
             size *= 2
@@ -533,45 +515,35 @@ TRIM = 1e-14
 
 @functools.lru_cache(maxsize=4)
 def linear_atoms(mu: float, steps: int, d: float, size: int) -> dict:
-    """Atoms of ``S`` on the linear grid ``k d`` (module docstring, "Linear grid"), cached, keyed by
-    ``("P" | "Q", "up" | "down")``; each ``(start, masses, lower_factor, infinite, error)``: atom ``j`` at
-    ``S = (start + j) d``. ``("P", "up")`` and ``("Q", "down")`` serve as upper measures (of the removal loss
-    ``log(S/t)`` and of the addition loss ``log(t/S)``): ``masses`` plus ``infinite`` at loss ``+inf`` dominate.
-    ``("P", "down")`` and ``("Q", "up")`` serve as lower measures: ``lower_factor * masses`` less ``error`` taken
-    from the top (in loss) is dominated."""
+    """The index sums of the bulk of ``t`` summands (module docstring, "Linear grid"), cached, keyed by ``"P"``
+    (``X' + X_1 + ... + X_(t-1)``) and ``"Q"`` (``X_1 + ... + X_t``); each ``(start, masses, below, above,
+    lower_factor, special, error)``: atom ``j`` is the index sum ``start + j`` of the up-rounded summands;
+    ``below`` / ``above`` bound the masses trimmed off either end, ``special`` the paths with a summand outside
+    the bulk, ``error`` the 1-norm of the FFT's error plus the wrapped mass; ``lower_factor`` times the masses
+    (before the error is taken off) is below the true law."""
     t = int(steps)
     if t < 2:
         raise ValueError(f"`steps` of linear_atoms must be at least 2; got {steps}.")
     n = t - 1
     out = {}
-    for up in (True, False):
-        k_x, m_x, r_x, s_x = _cached_cells(mu, d, up, False)
-        k_p, m_p, r_p, s_p = _cached_cells(mu, d, up, True)
-        x = _fold(m_x, size)
-        fx = np.fft.rfft(x)
-        pow_x = _complex_power(fx, n)
-        for name, k_last, m_last, r_last, s_last in (("P", k_p, m_p, r_p, s_p), ("Q", k_x, m_x, r_x, s_x)):
-            same = name == "Q"
-            g = x if same else _fold(m_last, size)
-            f_last = fx if same else np.fft.rfft(g)
-            c = np.fft.irfft(pow_x * f_last, size)
-            error = math.sqrt(size) * _power_error(size, n, x, g, same)
-            error = (error + _wrap_bound(size, m_x, n, m_last)) * (1.0 + 1e-12)  # 1e-12: the folds' sums
-            np.maximum(c, 0.0, out=c)
-            lo, hi, below, above = _trim(c, TRIM)
-            kept = c[lo:hi].copy()
-            start = n * k_x + k_last + lo
-            factor = (1.0 - r_x) ** n * (1.0 - r_last) * (1.0 - 1e-9)
-            infinite = 0.0
-            if (name, up) == ("P", True):  # upper measure, S may only go up: the bottom to the first atom
-                kept[0] += below
-                infinite = min(1.0, (n * s_x + s_last) * (1.0 + 1e-12)) + above + error
-            elif (name, up) == ("Q", False):  # upper measure, S may only go down: the top to the last atom
-                kept[-1] += above
-                # the bottom, and every path with a summand below its first cell (union bound), to loss +inf
-                infinite = below + error + min(1.0, (n * s_x + s_last) * (1.0 + 1e-12))
-            kept *= 1.0 + 4 * _U  # the additions above
-            out[name, "up" if up else "down"] = (start, kept, factor, infinite, error)
+    k_x, m_x, r_x, s_x = _cached_cells(mu, d, False)
+    k_p, m_p, r_p, s_p = _cached_cells(mu, d, True)
+    x = _fold(m_x, size)
+    fx = np.fft.rfft(x)
+    pow_x = _complex_power(fx, n)
+    for name, k_last, m_last, r_last, s_last in (("P", k_p, m_p, r_p, s_p), ("Q", k_x, m_x, r_x, s_x)):
+        same = name == "Q"
+        g = x if same else _fold(m_last, size)
+        c = np.fft.irfft(pow_x * (fx if same else np.fft.rfft(g)), size)
+        error = math.sqrt(size) * _power_error(size, n, x, g, same)
+        error = (error + _wrap_bound(size, m_x, n, m_last)) * (1.0 + 1e-12)  # 1e-12: the folds' sums
+        np.maximum(c, 0.0, out=c)
+        lo, hi, below, above = _trim(c, TRIM)
+        kept = c[lo:hi]
+        kept.setflags(write=False)
+        factor = (1.0 - r_x) ** n * (1.0 - r_last) * (1.0 - 1e-9)
+        special = min(1.0, (n * s_x + s_last) * (1.0 + 1e-12))
+        out[name] = (n * k_x + k_last + lo, kept, below, above, factor, special, error)
     return out
 
 
@@ -580,26 +552,31 @@ def linear_losses(mu: float, steps: int, remove: bool, d: float, size: int) -> t
     """``(hi_loss, p_masses, q_masses, infinite, lo_loss, lower_masses)`` of one direction from
     :func:`linear_atoms` (module docstring, "Linear grid"), cached: the upper measure's atoms (losses rounded up,
     their P-masses and Q-masses ``m e^-l``, and the mass at ``+inf``) and the lower measure's (losses rounded down,
-    masses after the lower factor and the shave; the atoms at ``-inf`` dropped). Read-only arrays."""
-    atoms = linear_atoms(float(mu), int(steps), d, size)
-    log_t = math.log(steps)
+    masses after the lower factor and the shave). Removal: ``S' = K d`` and ``S'' = (K - t) d`` of the index sum
+    ``K`` of ``P``, loss ``log(S / t)``; addition: the same of ``Q``, loss ``log(t / S)``. Read-only arrays."""
+    start, kept, below, above, factor, special, error = linear_atoms(float(mu), int(steps), d, size)[
+        "P" if remove else "Q"]
+    t = int(steps)
+    log_t = math.log(t)
     slack = 1e-12
-    hi_key, lo_key = (("P", "up"), ("P", "down")) if remove else (("Q", "down"), ("Q", "up"))
-    (h0, m_hi, _, infinite, _), (l0, m_lo, f_lo, _, err_lo) = atoms[hi_key], atoms[lo_key]
-    with np.errstate(divide="ignore"):
-        log_hi = np.log((h0 + np.arange(m_hi.size, dtype=np.float64)) * d)
-        log_lo = np.log((l0 + np.arange(m_lo.size, dtype=np.float64)) * d)
-    # removal: L = log(S_P / t), S rounded up gives L', down L''; addition: L = log(t / S_Q), the other way round
-    hi_loss, lo_loss = (log_hi - log_t, log_lo - log_t) if remove else (log_t - log_hi, log_t - log_lo)
-    fin_hi, fin_lo = np.isfinite(hi_loss), np.isfinite(lo_loss)
-    hi_loss = np.where(fin_hi, hi_loss + slack * (1.0 + np.abs(np.where(fin_hi, hi_loss, 0.0))), hi_loss)
-    lo_loss = np.where(fin_lo, lo_loss - slack * (1.0 + np.abs(np.where(fin_lo, lo_loss, 0.0))), lo_loss)
+    upper = kept * (1.0 + 4 * _U)  # the additions below
+    index = start + np.arange(kept.size, dtype=np.float64)
+    log_up, log_down = np.log(index * d), np.log((index - t) * d)  # S' and S'' (exact grid points, S'' > 0)
+    if remove:  # the bottom trim up to the first atom, the top one to +inf
+        upper[0] += below * (1.0 + 4 * _U)
+        infinite = special + above + error
+        hi_loss, lo_loss = log_up - log_t, log_down - log_t
+    else:  # the loss grows as S falls: the top trim down to the last atom, the bottom one to +inf
+        upper[-1] += above * (1.0 + 4 * _U)
+        infinite = special + below + error
+        hi_loss, lo_loss = log_t - log_down, log_t - log_up
+    hi_loss = hi_loss + slack * (1.0 + np.abs(hi_loss))  # log within 1 ulp, the subtraction within u
+    lo_loss = lo_loss - slack * (1.0 + np.abs(lo_loss))
     with np.errstate(over="ignore", under="ignore"):
-        q_hi = m_hi * np.exp(-hi_loss)  # exp and the product within 3u: covered by the 1e-12 at the sums
-    lower = m_lo * f_lo
-    lower = _shave_top(lower, err_lo) if remove else _shave_top(lower[::-1], err_lo)[::-1]  # top in loss
-    keep = np.isfinite(lo_loss)  # L'' = -inf (S = 0 for removal) is dropped
-    out = (hi_loss, m_hi, q_hi, infinite, lo_loss[keep], lower[keep])
+        q_hi = upper * np.exp(-hi_loss)  # exp and the product within 3u: covered by the 1e-12 at the sums
+    lower = kept * factor
+    lower = _shave_top(lower, error) if remove else _shave_top(lower[::-1], error)[::-1]  # top in loss
+    out = (hi_loss, upper, q_hi, infinite, lo_loss, lower)
     for arr in out[:3] + out[4:]:
         arr.setflags(write=False)
     return out
