@@ -12,9 +12,10 @@ Two discretisations, every step monotone, so the losses are coupled pointwise, `
 the linear grid would need more than :data:`MAX_LINEAR_N` points: large ``mu``, many steps).
 
 **Linear grid.** Each summand ``X`` in the bulk (``z(k_lo) < Z <= Z_CUT``, ``k_lo d`` the grid point near
-``Z = -Z_LOW``) has the index ``K = ceil(X / d)`` on the grid ``k d`` (``d`` a power of two:
-``2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``, doubled, up to ``2^(ceil(log2 min(mu, 1)) - LINEAR_COARSEST_BITS)``,
-while the FFT length would exceed :data:`MAX_LINEAR_N`; :func:`linear_step`), so ``(K - 1) d < X <= K d`` and,
+``Z = -Z_LOW``; the bulk starts at ``X = 0`` where ``k_lo = 1``) has the index ``K = ceil(X / d)`` on the grid
+``k d`` (``d`` a power of two: ``2^(ceil(log2 min(mu, 1)) - LINEAR_BITS)``, doubled, up to
+``2^(ceil(log2 min(mu, 1)) - LINEAR_COARSEST_BITS)``, while the FFT length would exceed :data:`MAX_LINEAR_N`;
+:func:`linear_step`), so ``(K - 1) d < X <= K d`` and,
 with ``K_S`` the exact integer index sum of the ``t`` summands, ``S'' = (K_S - t) d < S <= S' = K_S d``: one law
 (that of ``K_S``) gives both roundings. A path with a summand outside the bulk (``Z <= z(k_lo)`` or
 ``Z > Z_CUT``; at most ``(t - 1) s_X + s_X'`` of mass, a union bound, ``s`` upper bounds on the two tails) is put at
@@ -358,16 +359,22 @@ def _normal_cells(mu, d, last):
 def _linear_cells(mu, d, last):
     """``(k0, upper masses, max relative gap, special)`` of the bulk of ``X`` (:func:`_normal_cells`) on the
     linear grid: the cell ``(z_(k-1), z_k]`` (``k > k_lo``, clipped to ``Z_CUT``) at ``k = ceil(X / d)``, masses
-    of ``k0, k0 + 1, ...``; ``special`` an upper bound on the rest, ``P(Z <= z_(k_lo)) + P(Z > Z_CUT)``."""
+    of ``k0, k0 + 1, ...``; ``special`` an upper bound on the rest, ``P(Z <= z_(k_lo)) + P(Z > Z_CUT)``, except
+    where ``k_lo = 1``: then ``Z <= z_1`` is the cell ``X in (0, d]`` at ``k = 1``."""
     k_lo, cell_up, cell_lo, first, tail = _normal_cells(mu, d, last)
     upper = cell_up * (1.0 + 4 * _U)  # the clipped subtractions
     lower = cell_lo * (1.0 - 4 * _U)
     special = (first[1] + tail[1]) * (1.0 + 4 * _U)
+    start = k_lo + 1
+    if k_lo == 1:  # Z <= z_1 is X in (0, d]: K = 1 is a cell like the others (0 <= X / d - (K - 1))
+        upper = np.concatenate(([first[1] * (1.0 + 4 * _U)], upper))
+        lower = np.concatenate(([first[0] * (1.0 - 4 * _U)], lower))
+        special, start = tail[1] * (1.0 + 4 * _U), 1
     nz = np.flatnonzero(upper > 0.0)
     upper, lower = upper[nz[0]: nz[-1] + 1], lower[nz[0]: nz[-1] + 1]
     with np.errstate(invalid="ignore", divide="ignore"):
         gap = np.where(upper > 0, (upper - np.minimum(lower, upper)) / upper, 0.0)
-    return k_lo + 1 + int(nz[0]), upper, float(gap.max()), special
+    return start + int(nz[0]), upper, float(gap.max()), special
 
 
 def _block_sums(values, block, count):
