@@ -568,7 +568,8 @@ def linear_losses(mu: float, steps: int, remove: bool, d: float, size: int) -> t
     slack = 1e-12
     upper = kept * (1.0 + 4 * _U)  # the additions below
     index = start + np.arange(kept.size, dtype=np.float64)
-    log_up, log_down = np.log(index * d), np.log((index - t) * d)  # S' and S'' (exact grid points, S'' > 0)
+    with np.errstate(divide="ignore"):  # S'' = 0 (every summand in (0, d]): loss -inf (removal), +inf (addition)
+        log_up, log_down = np.log(index * d), np.log((index - t) * d)  # S' and S'' (exact grid points)
     if remove:  # the bottom trim up to the first atom, the top one to +inf
         upper[0] += below * (1.0 + 4 * _U)
         infinite = special + above + error
@@ -577,8 +578,8 @@ def linear_losses(mu: float, steps: int, remove: bool, d: float, size: int) -> t
         upper[-1] += above * (1.0 + 4 * _U)
         infinite = special + below + error
         hi_loss, lo_loss = log_t - log_down, log_t - log_up
-    hi_loss = hi_loss + slack * (1.0 + np.abs(hi_loss))  # log within 1 ulp, the subtraction within u
-    lo_loss = lo_loss - slack * (1.0 + np.abs(lo_loss))
+    hi_loss = hi_loss + slack * (1.0 + np.abs(hi_loss))  # log within 1 ulp, the subtraction within u (+-inf stay)
+    lo_loss = lo_loss - slack * (1.0 + np.abs(lo_loss))  # -inf falls in the lowest bucket, which lower ends drop
     with np.errstate(over="ignore", under="ignore"):
         q_hi = upper * np.exp(-hi_loss)  # exp and the product within 3u: covered by the 1e-12 at the sums
     lower = kept * factor
