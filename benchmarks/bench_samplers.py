@@ -82,13 +82,15 @@ print(json.dumps([b.lower, b.upper, time.perf_counter() - start, time.process_ti
 
 def _fresh_fourier(t, epochs):
     """The Fourier accountant's interval and the wall and CPU times of its first query in a fresh process (nothing
-    cached)."""
+    cached; one BLAS / OpenMP thread, so that idle threads spinning on a shared machine are not counted)."""
     import json
+    import os
     import subprocess
     import sys
 
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     out = subprocess.run([sys.executable, "-c", _FRESH_FOURIER, str(t), str(epochs), str(DELTA)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout)
 
 
