@@ -116,6 +116,23 @@ def test_measures_bracket_the_exact_law_of_a_sum_of_two_lognormals(remove):
         assert up - down <= 0.03 * exact + 1e-9, (s, down, exact, up)
 
 
+@pytest.mark.parametrize("remove", [True, False])
+def test_loss_buckets_bracket_the_exact_tails(remove):
+    """The LossBuckets the privacy buckets read (allocation_buckets, t = 2, sigma 1.1): above each edge the upper
+    P-masses hold at least the exact tail ``P(L > e)`` (mpmath) and the rounded-down ones at most."""
+    mu, t = 1.0 / 1.1, 2
+    edges = np.arange(-3.0, 3.5, 0.5)
+    b = allocation_buckets(mu, t, edges, remove)
+    for idx in (2, 5, 7, 9, 11):
+        level = float(edges[idx])
+        s = t * math.exp(level) if remove else t * math.exp(-level)  # L > level iff S > s (S < s for addition)
+        exact = float(_sum_tail(mu, s, remove))
+        upper = float(b.p_upper[idx + 1:].sum())  # buckets (e_(i-1), e_i] above e_idx, and (e_last, +inf]
+        lower = float(b.down[idx + 1:].sum())  # rounded-down losses in [e_idx, ...)
+        assert lower <= exact <= upper, (level, lower, exact, upper)
+        assert upper - lower <= 0.1 * exact + 1e-9  # the rounding of S: relatively coarse where S is small
+
+
 def _fine_delta(mu, t, eps, remove, d=2.0**-10):
     """An independent estimate (not a bound) of one epoch's delta: each summand's mass on ``[k d, (k+1) d)`` put at
     the midpoint, the sum by numpy's FFT convolution, ``delta = E[(1 - e^eps t / S)_+]`` (removal) or
