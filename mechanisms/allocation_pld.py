@@ -245,8 +245,9 @@ def _bucket_sums(values, masses, edges, side):
 
 
 def allocation_buckets(mu: float, steps: int, edges: np.ndarray, remove: bool, h: float | None = None) -> LossBuckets:
-    """:class:`mechanisms.loss_buckets.LossBuckets` of random allocation's Gaussian pair (module docstring); the
-    grid step ``h`` defaults to :func:`grid_step`."""
+    """:class:`mechanisms.loss_buckets.LossBuckets` of random allocation's Gaussian pair (module docstring): the
+    linear grid where :func:`linear_step` finds one, else the log grid of step :func:`grid_step`; an explicit
+    ``h`` asks for the log grid of that step."""
     edges = np.asarray(edges, dtype=np.float64)
     if h is None:
         linear = linear_step(float(mu), int(steps))
