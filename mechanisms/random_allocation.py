@@ -317,8 +317,9 @@ class AllocationPair(Mechanism):
     accountant composes for :class:`RandomAllocation` (its privacy buckets; connect-the-dots upper bound).
 
     ``rdp`` is :class:`RandomAllocation`'s proven bound. Its ``log_mgf`` is that of the rounded-up removal loss
-    (mirrored for addition): used only where a ledger mixes it with mechanisms that have no loss buckets, and then
-    labelled an estimate (``log_mgf_is_proven`` is False).
+    (on the linear grid, its atoms merged on a ``2^-12`` loss grid; mirrored for addition): used only where a
+    ledger mixes it with mechanisms that have no loss buckets, and then labelled an estimate (``log_mgf_is_proven``
+    is False).
     """
 
     mechanism: Mechanism
