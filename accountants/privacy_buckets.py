@@ -46,6 +46,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from dpledger.mechanisms._fft_error import fft_rho
 from dpledger.mechanisms._logmath import EPS
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.relations import Direction
@@ -85,9 +86,7 @@ def _fft_error(n, a, b):
     (module docstring): forward transforms within ``rho ||A||_2`` (``||A||_2 = sqrt(n) ||a||_2``), their
     product within ``sqrt(2) gamma_2`` and the errors carried by ``||A||_inf <= ||a||_1``, the inverse within
     ``rho`` of its output and ``1 / sqrt(n)`` of its input error."""
-    log2n = math.log2(n)
-    eta = 8 * _U + 4 * _U / (1 - 4 * _U) * (math.sqrt(2.0) + 8 * _U)
-    rho = 2.0 * log2n * eta / (1.0 - log2n * eta)
+    rho = fft_rho(n)
     a1, b1 = float(np.sum(a)) * (1 + 1e-12), float(np.sum(b)) * (1 + 1e-12)
     a2, b2 = float(np.linalg.norm(a)) * (1 + 1e-12), float(np.linalg.norm(b)) * (1 + 1e-12)
     root = math.sqrt(n)
