@@ -124,7 +124,7 @@ def _add_composition_options(parser, *, calibrate=False):
                        "(default), without-replacement (fixed-size batches; needs --sensitivity under replace-one "
                        "of a batch record, 2 C for summed gradients clipped to C), random-allocation (each record in "
                        "exactly one of ceil(N / B) steps per epoch; --epochs or --count counts epochs; amplified for "
-                       "the Gaussian in the RDP accountant only), with-replacement (both accountants for the Gaussian: "
+                       "the Gaussian in both accountants), with-replacement (both accountants for the Gaussian: "
                        "a proven dominating pair; RDP only for other bases; needs --sensitivity like "
                        "without-replacement)")
     group.add_argument("--count", dest="count", action=_EntryItem, type=integer, metavar="N",
