@@ -83,6 +83,19 @@ def positive_int(value, name, owner):
     return integer(value, name, owner, minimum=1)
 
 
+def with_replacement_fields(mechanism, owner):
+    """Validate and normalise, in place, the ``batch_size`` (>= 0), ``dataset_size`` (>= 1) and ``max_repeats``
+    (None, or >= 1, capped at ``max(batch_size, 1)``) fields of a frozen dataclass for sampling with
+    replacement."""
+    n = integer(mechanism.dataset_size, "dataset_size", owner, minimum=1)
+    b = integer(mechanism.batch_size, "batch_size", owner, minimum=0)
+    object.__setattr__(mechanism, "dataset_size", n)
+    object.__setattr__(mechanism, "batch_size", b)
+    if mechanism.max_repeats is not None:
+        r = integer(mechanism.max_repeats, "max_repeats", owner, minimum=1)
+        object.__setattr__(mechanism, "max_repeats", min(r, max(b, 1)))
+
+
 def orders_array(orders, owner):
     """Orders as a float64 array of any shape, every entry a real number in (1, inf]."""
     if isinstance(orders, (bool, np.bool_, str, bytes)):

@@ -118,18 +118,12 @@ class SampledWithReplacement(Mechanism):
         owner = "SampledWithReplacement"
         if not isinstance(self.mechanism, Mechanism):
             raise TypeError(f"`mechanism` of {owner} must be a Mechanism; got {type(self.mechanism).__name__}.")
-        n = _validate.integer(self.dataset_size, "dataset_size", owner, minimum=1)
-        b = _validate.integer(self.batch_size, "batch_size", owner, minimum=0)
         if group_mechanism(self.mechanism, 1) is None:
             raise TypeError(
                 f"`mechanism` of {owner} must be a GaussianMechanism, LaplaceMechanism, PureDPMechanism or "
                 f"RandomizedResponse (a base whose group privacy is known); got {type(self.mechanism).__name__}."
             )
-        object.__setattr__(self, "dataset_size", n)
-        object.__setattr__(self, "batch_size", b)
-        if self.max_repeats is not None:
-            r = _validate.integer(self.max_repeats, "max_repeats", owner, minimum=1)
-            object.__setattr__(self, "max_repeats", min(r, max(b, 1)))
+        _validate.with_replacement_fields(self, owner)
 
     @property
     def children(self) -> tuple[Mechanism, ...]:

@@ -525,13 +525,7 @@ class WithReplacementPair(Mechanism):
         owner = "WithReplacementPair"
         if not isinstance(self.mechanism, GaussianMechanism):
             raise TypeError(f"`mechanism` of {owner} must be a GaussianMechanism; got {self.mechanism!r}.")
-        n = _validate.integer(self.dataset_size, "dataset_size", owner, minimum=1)
-        b = _validate.integer(self.batch_size, "batch_size", owner, minimum=0)
-        object.__setattr__(self, "dataset_size", n)
-        object.__setattr__(self, "batch_size", b)
-        if self.max_repeats is not None:
-            r = _validate.integer(self.max_repeats, "max_repeats", owner, minimum=1)
-            object.__setattr__(self, "max_repeats", min(r, max(b, 1)))
+        _validate.with_replacement_fields(self, owner)
 
     @property
     def children(self) -> tuple[Mechanism, ...]:
