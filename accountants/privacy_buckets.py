@@ -40,7 +40,6 @@ lower's of first order: the reported interval is ``[lower, upper]`` and ``upper`
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Iterable
 
@@ -62,6 +61,8 @@ FINEST_STEP = 2.0**-14
 TAIL = 2.0**-48
 #: Buckets of the first, coarse pass that finds the composed support.
 _COARSE_POINTS = 1 << 12
+#: Most coarse passes per direction (each on a finer step, while the composed width allows one).
+_COARSE_ROUNDS = 4
 
 
 @dataclasses.dataclass
@@ -198,6 +199,8 @@ def _discretise(mechanism, direction, h, floor, cap):
         p_b = p_b + 8 * _U * (m_hi + r_lo) / one_minus
     p_a = np.where(np.isfinite(p_a), np.clip(p_a, 0.0, m_hi), m_hi)  # p_a <= m: a bound too
     p_b = np.where(np.isfinite(p_b), np.clip(p_b, 0.0, m_hi), m_hi)
+    # the two shares need not exceed the bucket's mass: p_a no more than m_hi - p_b (module docstring)
+    p_a = np.minimum(p_a, np.maximum(m_hi * (1.0 + 4 * _U) - p_b, 0.0))
     up = np.zeros(n)
     up[0] = b.p_upper[0]
     up[:-1] += p_a
@@ -208,23 +211,14 @@ def _discretise(mechanism, direction, h, floor, cap):
     return _truncate(upper), _truncate(lower)
 
 
-@functools.lru_cache(maxsize=256)
-def _markov_cap(mechanism):
-    """A loss above which one run puts at most :data:`TAIL` (both directions): ``P(L >= t) <= e^((a-1)(D_a -
-    t))`` (Markov on ``e^((a-1) L)``) minimised over 16 orders (a coarse grid is enough: the cap only decides
-    where the coarse pass looks; the RDP at real orders is the slow part of the buckets' set-up)."""
-    orders = np.geomspace(1.0 + 1.0 / 64, 4096.0, 16)
-    rdp = np.asarray(mechanism.rdp(orders), dtype=np.float64)
-    cap = float(np.min(rdp - math.log(TAIL) / (orders - 1.0)))
-    return cap if math.isfinite(cap) else 64.0
-
-
 def _loss_range(mechanism, direction, count):
     """``(floor, cap)`` of one run's loss outside which the mass is negligible (at most :data:`TAIL` as far as
     the coarse buckets show): only where the grid is cut, never a bound (cutting anywhere is sound)."""
     log_tail = math.log(TAIL)
-    cap = _markov_cap(mechanism)
+    cap = float(mechanism.loss_cut(direction, TAIL))
     floor = log_tail - 1.0  # P(L <= -t) <= e^-t E_P[e^-L] <= e^-t
+    if not math.isfinite(cap) or cap <= floor:
+        cap = 64.0 if not math.isfinite(cap) else floor + 1.0
     edges = np.linspace(floor, cap, _COARSE_POINTS)
     b = mechanism.loss_buckets(edges, direction)
     below = np.cumsum(b.p_upper)
@@ -257,9 +251,18 @@ class BucketLedger:
             total = sum(n * (self._ranges[m, d][1] - self._ranges[m, d][0]) for m, n in self._entries)
             widest = max(self._ranges[m, d][1] - self._ranges[m, d][0] for m, _ in self._entries)
             coarse_h = 2.0 ** math.floor(math.log2(max(total, widest, 1e-6) / _COARSE_POINTS))
-            coarse_h = max(coarse_h, 2.0 ** math.ceil(math.log2(max(widest, 1e-6) / (MAX_POINTS / 4))))
-            upper, _ = self._compose(d, coarse_h, lower=False)
-            widths.append(max(upper.values.size * coarse_h, widest))
+            least = 2.0 ** math.ceil(math.log2(max(widest, 1e-6) / (MAX_POINTS / 4)))
+            coarse_h = max(coarse_h, least)
+            for _ in range(_COARSE_ROUNDS):
+                upper, _ = self._compose(d, coarse_h, lower=False)
+                width = max(upper.values.size * coarse_h, widest)
+                # the sum of the ranges overstates a long ledger's width (and a coarse step's spread widens
+                # it): look again on the step the width seen suggests, while that is much finer
+                finer = max(2.0 ** math.floor(math.log2(width / _COARSE_POINTS)), least)
+                if finer > coarse_h / 8:
+                    break
+                coarse_h = finer
+            widths.append(width)
         finest = max(2.0 ** -math.floor(math.log2((MAX_POINTS / 2) / max(widths))), 2.0**-20)
         self._finest = finest
         self.h = max(finest, FINEST_STEP)
