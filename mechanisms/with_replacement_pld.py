@@ -566,7 +566,8 @@ class WithReplacementPair(Mechanism):
         """Where the privacy buckets cut the grid (:meth:`~mechanisms.base.Mechanism.loss_cut`: never a bound),
         from the pair's own support. Removal: ``L(x)`` at the first ``x`` of a grid where the mixture's upper tail
         ``sum_k w_k P(Z > x - k mu)`` is at most ``tail`` (``L`` increases in ``x``); addition: the loss ``-L`` is at
-        most ``-log w_0`` (its supremum, the limit as ``x -> -inf``), or the default where there is no ``k = 0``
+        most ``-log w_0`` (its supremum, the limit as ``x -> -inf``; the cut is a little above, where the
+        buckets certify that nothing lies), or the default where there is no ``k = 0``
         term (``n = 1``)."""
         from scipy import special
 
@@ -578,7 +579,7 @@ class WithReplacementPair(Mechanism):
         if direction is not Direction.REMOVE:
             if ks[0] != 0:
                 return Mechanism.loss_cut(self, direction, tail)
-            return float(-lw[0] + ew[0])
+            return float(-lw[0] + ew[0]) * (1.0 + 1e-12) + 1e-12  # above the rounding the buckets certify
         x = np.linspace(-40.0, 40.0 + float(ks[-1]) * mu, 8001)
         above = (np.exp(lw)[:, None] * special.ndtr(ks[:, None] * mu - x[None, :])).sum(axis=0)
         i = min(int(np.searchsorted(-above, -tail, side="left")), x.size - 1)  # first x with above <= tail
