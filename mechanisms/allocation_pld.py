@@ -470,22 +470,29 @@ def linear_step(mu: float, steps: int) -> tuple[float, int] | None:
     ``2^-LINEAR_BITS`` and ``2^-LINEAR_COARSEST_BITS`` (relative to ``min(mu, 1)``, rounded up to a power of
     two) keeps ``N`` within :data:`MAX_LINEAR_N` (the log grid is used there). ``N`` is the smallest power of two
     (at least ``2^10``) at which the Chernoff bound on the wrapped mass of the up-rounded removal sum (the widest)
-    is at most :data:`WRAP_TARGET`; a cheap estimate of the sum's width skips the steps that cannot fit."""
+    is at most :data:`WRAP_TARGET`; a cheap estimate of the sum's width skips the steps that cannot fit. Cached
+    (keyed also by the module's constants, which benchmarks set by hand): the wrap bounds of the search are a
+    visible part of a first query, and the buckets, the cut and ``log_mgf`` each ask for the step."""
+    return _linear_step(float(mu), int(steps), LINEAR_BITS, LINEAR_COARSEST_BITS, MAX_LINEAR_N, WRAP_TARGET)
+
+
+@functools.lru_cache(maxsize=64)
+def _linear_step(mu, steps, linear_bits, coarsest_bits, max_n, wrap_target):
     t = int(steps)
     base = math.ceil(math.log2(min(mu, 1.0)))
     x_lo = math.exp(-mu * Z_LOW - mu * mu / 2.0)
     x_hi = math.exp(mu * Z_CUT + mu * mu / 2.0)  # the largest summand kept
     width = t * (math.exp(mu * mu) - x_lo) + 8.0 * math.sqrt(t * math.expm1(mu * mu)) + x_hi
-    for bits in range(LINEAR_BITS, LINEAR_COARSEST_BITS - 1, -1):
+    for bits in range(linear_bits, coarsest_bits - 1, -1):
         d = 2.0 ** (base - bits)
-        if width / d > MAX_LINEAR_N:
+        if width / d > max_n:
             continue
         _, m_x, _, _ = _cached_cells(mu, d, False)
         _, m_p, _, _ = _cached_cells(mu, d, True)
         size = 1 << max(int(math.ceil(math.log2(width / d))) - 1, 10)
-        while size <= MAX_LINEAR_N and _wrap_bound(size, m_x, t - 1, m_p) > WRAP_TARGET:
+        while size <= max_n and _wrap_bound(size, m_x, t - 1, m_p) > wrap_target:
             size *= 2
-        if size <= MAX_LINEAR_N:
+        if size <= max_n:
             return d, size
     return None
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import abc
 import fractions
+import functools
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -156,6 +158,18 @@ class Mechanism(abc.ABC):
             raise MissingCapabilityError(f"{type(self).__name__} has no proven loss buckets.")
         l1, l0, p1, p0 = atoms["remove" if direction is Direction.REMOVE else "add"]
         return loss_buckets.atom_buckets([l1, l0], [p1, p0], edges)
+
+    def loss_cut(self, direction: Direction, tail: float) -> float:
+        """A loss above which this mechanism's privacy loss in ``direction`` puts (as far as this method knows) at
+        most ``tail`` of its mass: where the privacy-buckets accountant (:mod:`accountants.privacy_buckets`) cuts
+        its grid. Never a bound: any value is sound there (the buckets above the cut go to ``+inf`` in the upper
+        measures, to the cut in the lower ones); a cut too low only loosens the upper end, one too high only costs
+        grid points. Mechanisms that know their loss's support override it with a cheaper or tighter cut.
+
+        Default: ``P(L >= c) <= e^((a - 1)(D_a - c))`` (Markov's inequality on ``e^((a - 1) L)``; the RDP
+        :meth:`rdp` bounds both directions) minimised over 16 orders, or 64 where no order gives a finite value.
+        """
+        return _markov_cut(self, float(tail))
 
     def subsampled_loss_buckets(
         self, edges: ArrayLike, direction: Direction, sampling_probability: float
@@ -326,3 +340,12 @@ class Mechanism(abc.ABC):
         if not np.isfinite(eps):
             raise MissingCapabilityError(f"{self!r} satisfies no pure (epsilon, 0)-DP guarantee.")
         return eps
+
+
+@functools.lru_cache(maxsize=256)
+def _markov_cut(mechanism, tail):
+    """:meth:`Mechanism.loss_cut`'s default, cached (the RDP at 16 orders can be the slow part of a set-up)."""
+    orders = np.geomspace(1.0 + 1.0 / 64, 4096.0, 16)
+    rdp = np.asarray(mechanism.rdp(orders), dtype=np.float64)
+    cut = float(np.min(rdp - math.log(tail) / (orders - 1.0)))
+    return cut if math.isfinite(cut) else 64.0

@@ -363,6 +363,26 @@ class AllocationPair(Mechanism):
         return allocation_buckets(self._mu(), self.steps, np.asarray(edges, dtype=np.float64),
                                   direction is Direction.REMOVE)
 
+    def loss_cut(self, direction: Direction, tail: float) -> float:
+        """Where the privacy buckets cut the grid (:meth:`~mechanisms.base.Mechanism.loss_cut`: never a bound): on
+        the linear grid, the loss of the highest up-rounded atom (:func:`~mechanisms.allocation_pld.linear_losses`,
+        the atoms :meth:`loss_buckets` counts) above which the finite atoms hold at most ``tail``; these tables
+        are the ones :meth:`loss_buckets` builds anyway, where RDP would need :class:`RandomAllocation`'s own.
+        On the log grid, the default."""
+        linear = linear_step(self._mu(), self.steps)
+        if linear is None:
+            return Mechanism.loss_cut(self, direction, tail)
+        loss, masses = linear_losses(self._mu(), self.steps, direction is Direction.REMOVE, *linear)[:2]
+        finite = np.isfinite(loss)
+        loss, masses = loss[finite], masses[finite]
+        if direction is not Direction.REMOVE:  # the addition loss falls as the index sum grows
+            loss, masses = loss[::-1], masses[::-1]
+        if not loss.size:
+            return 0.0
+        above = np.cumsum(masses[::-1])  # above[j]: the top j + 1 atoms
+        top = int(np.searchsorted(above, tail, side="right"))  # the top `top` atoms hold at most tail
+        return float(loss[max(loss.size - 1 - top, 0)])
+
     def _log_mgf(self, s):
         mu = self._mu()
         linear = linear_step(mu, self.steps)

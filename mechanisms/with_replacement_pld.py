@@ -556,6 +556,29 @@ class WithReplacementPair(Mechanism):
         return with_replacement_buckets(self._mu(), log_w, err, np.asarray(edges, dtype=np.float64),
                                         direction is Direction.REMOVE)
 
+    def loss_cut(self, direction: Direction, tail: float) -> float:
+        """Where the privacy buckets cut the grid (:meth:`~mechanisms.base.Mechanism.loss_cut`: never a bound),
+        from the pair's own support. Removal: ``L(x)`` at the first ``x`` of a grid where the mixture's upper tail
+        ``sum_k w_k P(Z > x - k mu)`` is at most ``tail`` (``L`` increases in ``x``); addition: the loss ``-L`` is at
+        most ``-log w_0`` (its supremum, the limit as ``x -> -inf``; the cut is a little above, where the
+        buckets certify that nothing lies), or the default where there is no ``k = 0``
+        term (``n = 1``)."""
+        from scipy import special
+
+        log_w, err = self.weights()
+        ks, lw, ew = _support(log_w, err)
+        mu = self._mu()
+        if ks[-1] == 0:  # b = 0: the loss is 0
+            return 0.0
+        if direction is not Direction.REMOVE:
+            if ks[0] != 0:
+                return Mechanism.loss_cut(self, direction, tail)
+            return float(-lw[0] + ew[0]) * (1.0 + 1e-12) + 1e-12  # above the rounding the buckets certify
+        x = np.linspace(-40.0, 40.0 + float(ks[-1]) * mu, 8001)
+        above = (np.exp(lw)[:, None] * special.ndtr(ks[:, None] * mu - x[None, :])).sum(axis=0)
+        i = min(int(np.searchsorted(-above, -tail, side="left")), x.size - 1)  # first x with above <= tail
+        return float(loss_enclosure(x[i:i + 1], mu, log_w, err)[0][0])
+
     def _log_mgf(self, s):
         """``log E_P[e^(s L)] = log int phi(x) e^((s + 1) L(x)) dx`` by the trapezoidal rule (an estimate)."""
         log_w, err = self.weights()

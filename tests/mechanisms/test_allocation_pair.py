@@ -80,3 +80,30 @@ def test_dominating_mechanism_and_validation():
         AllocationPair(mechanism=LaplaceMechanism(scale=1.0), steps=3)
     with pytest.raises(ValueError, match="steps"):
         AllocationPair(mechanism=g, steps=1)
+
+
+def test_the_cut_holds_at_most_the_tail_and_a_low_cut_stays_proven():
+    """``loss_cut`` from the pair's own atoms: the finite atoms above it hold at most the tail and the atom at it
+    tips that over. A cut inside the support (mass above it sent to +inf) must still bracket the exact profile."""
+    from dpledger.accountants import privacy_buckets
+    from dpledger.mechanisms.allocation_pld import linear_losses, linear_step
+
+    mu, tail = 1.0 / 1.1, 1e-9
+    pair = AllocationPair(GaussianMechanism(sigma=1.1), steps=2)
+    for direction, remove in ((Direction.REMOVE, True), (Direction.ADD, False)):
+        cut = pair.loss_cut(direction, tail)
+        loss, masses = linear_losses(mu, 2, remove, *linear_step(mu, 2))[:2]
+        finite = np.isfinite(loss)
+        assert masses[finite & (loss > cut)].sum() <= tail < masses[finite & (loss >= cut)].sum()
+
+    class LowCut(AllocationPair):
+        __slots__ = ()
+
+        def loss_cut(self, direction, tail):
+            return 0.2  # about a third of the removal mass lies above
+
+    ledger = privacy_buckets.BucketLedger([(LowCut(GaussianMechanism(sigma=1.1), steps=2), 1)])
+    for eps in (0.0, 0.3, 1.0):
+        exact = max(float(oracle.delta(eps, mu, True)), float(oracle.delta(eps, mu, False)))
+        lower, upper = ledger.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-9) + 1e-15 and exact <= upper, (eps, lower, exact, upper)

@@ -160,3 +160,24 @@ def test_loss_enclosure_is_an_enclosure():
         for x, v, e in zip(xs, value, bound):
             exact = oracle.pair_loss(mpmath.mpf(x), mpmath.mpf(mu), weights)
             assert abs(v - exact) <= e
+
+
+def test_the_cut_is_where_the_tail_ends_and_shares_do_not_inflate_the_mass():
+    """``loss_cut``: removal, the buckets above the cut hold about the tail (at most it, and more than it a unit
+    of loss lower); addition, nothing lies above it (``-log w_0`` is the supremum). One run on a fine grid: the
+    connect-the-dots shares, capped by each bucket's mass, leave the total within 1e-9 of 1 (it was 1.2e-7 above
+    at this step before the cap: 14,063 runs compound that to 0.16 % of delta)."""
+    from dpledger.accountants import privacy_buckets
+
+    pair = WithReplacementPair(GaussianMechanism(sigma=1.1, sensitivity=2.0), batch_size=256, dataset_size=60_000,
+                               max_repeats=5)
+    tail = privacy_buckets.TAIL
+    cut = pair.loss_cut(Direction.REMOVE, tail)
+    above = pair.loss_buckets(np.array([cut - 1.0, cut]), Direction.REMOVE).p_lower
+    assert above[2] <= tail * 1.01 and above[1] + above[2] > tail
+    cut_add = pair.loss_cut(Direction.ADD, tail)
+    assert pair.loss_buckets(np.array([cut_add]), Direction.ADD).p_upper[1] == 0.0
+    assert cut_add == pytest.approx(-pair.weights()[0][0], rel=1e-9)
+    floor, cap = privacy_buckets._loss_range(pair, Direction.REMOVE, 1)
+    upper, _ = privacy_buckets._discretise(pair, Direction.REMOVE, 2.0**-10, floor, cap)
+    assert abs(upper.values.sum() + upper.infinite - 1.0) < 1e-9
