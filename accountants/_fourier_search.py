@@ -51,7 +51,7 @@ __all__ = [
     "coarse_chernoff_epsilon",
     "direction_delta_bounds",
     "direction_epsilon_bounds",
-    "lower_in_bracket",
+    "bounds_in_bracket",
     "max_delta_bounds",
     "max_epsilon_bounds",
     "split_delta_bounds",
@@ -516,48 +516,69 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     return result
 
 
-def lower_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping, rtol=None):
-    """A proven lower bound on ``epsilon(delta) = max_d epsilon_d(delta)`` in ``[lo, hi]`` (``lo``, itself a proven
-    lower bound of the caller's, if none better is found), for a caller that already has a proven but wide
-    interval ``[lo, hi]`` (the privacy buckets) where the full search failed (``rtol`` is not used: no accuracy is
-    promised).
+def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping, rtol=None):
+    """Proven ``(lower, upper)`` of ``epsilon(delta) = max_d epsilon_d(delta)`` inside ``[lo, hi]``, a proven but
+    wide interval the caller already has (the privacy buckets) where the full search failed; ``(lo, hi)`` where
+    nothing better is found (``rtol`` is not used: no accuracy is promised).
 
-    One loose plan per try, made at ``lo`` (its errors shrink as epsilon grows, so it serves all of ``[lo, hi]``)
-    for the direction with the largest Chernoff delta at ``hi`` (the likeliest to decide the maximum), with the
-    absolute tolerance ``delta min(0.1, kappa (hi - lo) / 4)`` (``delta_d`` moves by about that fraction across
-    the interval: ``d log delta_d / d eps ~ -kappa`` near the saddle point); then bisection for the largest epsilon
-    at which its certified LOWER delta exceeds ``delta``, each accepted point evaluated. ``delta_d(eps) > delta``
-    there and ``delta_d`` is non-increasing, so ``epsilon_d(delta) > eps``, and ``epsilon >= epsilon_d`` (thesis
-    Thm 3.3.5, the maximum over directions). A plan that cannot be made (work or truncation limit) leaves ``lo``."""
+    Per direction, one loose plan made at ``lo`` (its errors shrink as epsilon grows, so it serves all of ``[lo,
+    hi]``) with the absolute tolerance ``delta min(0.1, kappa (hi - lo) / 4)`` (``delta_d`` moves by about that
+    fraction across the interval: ``d log delta_d / d eps ~ -kappa`` near the saddle point), then bisection on
+    its certified curves, every accepted point evaluated; repeated (``_BRACKET_ROUNDS`` at most) on the narrower
+    interval left, whose smaller width asks a smaller tolerance:
+
+    * ``lower_d``: the largest epsilon found where the certified LOWER delta exceeds ``delta``; ``delta_d`` is
+      non-increasing, so ``epsilon_d > lower_d``, and ``epsilon >= epsilon_d`` (thesis Thm 3.3.5: the maximum
+      over directions). So ``max_d lower_d`` (and ``lo``) is a proven lower bound.
+    * ``upper_d``: the smallest epsilon found where the certified UPPER delta is at most ``delta``, so
+      ``epsilon_d <= upper_d``; ``epsilon = max_d epsilon_d <= max_d upper_d``, proven only if every direction has
+      one: a direction whose plan cannot be made (work or truncation limit) leaves the upper end at ``hi``.
+    """
+    for _ in range(_BRACKET_ROUNDS):
+        lower, upper = _bounds_in_bracket(directions, log_delta, lo, hi, max_terms=max_terms,
+                                          max_damping=max_damping)
+        if (lower, upper) == (lo, hi):
+            break
+        lo, hi = lower, upper
+    return lo, hi
+
+
+#: Rounds of :func:`bounds_in_bracket`, each planned again for the interval the previous one left (tighter).
+_BRACKET_ROUNDS = 3
+
+
+def _bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping):
+    """One round of :func:`bounds_in_bracket`."""
     delta = float(np.exp(log_delta))
     if not (0.0 <= lo < hi < math.inf):
-        return lo
-    chernoff = [chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), hi, max_damping)
-                for _, lm, _ in directions]
-    i = max(range(len(directions)), key=lambda j: chernoff[j][0])
-    _, lm, sup = directions[i]
-    kappa = chernoff[i][1]
-    tolerance = delta * min(0.1, max(kappa, 1e-6) * (hi - lo) / 4.0)
-    try:
-        plan = make_plan(lm, sup, lo, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
-    except (TruncationLimit, NumericalError):
-        return lo
+        return lo, hi
+    lower, uppers = lo, []
+    for _, lm, sup in directions:
+        kappa = chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), hi, max_damping)[1]
+        tolerance = delta * min(0.1, max(kappa, 1e-6) * (hi - lo) / 4.0)
+        try:
+            plan = make_plan(lm, sup, lo, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
+        except (TruncationLimit, NumericalError):
+            uppers.append(hi)
+            continue
 
-    def above(eps):
-        return invert(plan, eps)[0].lower > delta
+        def above(eps, field, plan=plan):
+            return getattr(invert(plan, eps)[0], field) > delta
 
-    best, top = lo, hi
-    for _ in range(40):
-        mid = 0.5 * (best + top)
-        if not best < mid < top:
-            break
-        if above(mid):
-            best = mid
-        else:
-            top = mid
-        if top - best <= 1e-9 * top:
-            break
-    return best
+        low, top = lower, hi  # lower-delta crossing: above(low, "lower") holds or low is a proven bound already
+        high, bottom = hi, lower  # upper-delta crossing: not above(high, "upper") holds or high is hi
+        for _ in range(40):
+            mid = 0.5 * (low + top)
+            if low < mid < top:
+                low, top = (mid, top) if above(mid, "lower") else (low, mid)
+            mid = 0.5 * (bottom + high)
+            if bottom < mid < high:
+                bottom, high = (mid, high) if above(mid, "upper") else (bottom, mid)
+            if top - low <= 1e-9 * top and high - bottom <= 1e-9 * high:
+                break
+        lower = max(lower, low)
+        uppers.append(high)
+    return lower, min(hi, max(uppers, default=hi))
 
 
 def _with_proven(error, parts, what):

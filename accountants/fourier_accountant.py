@@ -54,7 +54,7 @@ from dpledger.accountants._fourier_atoms import laplace_split, two_point_lattice
 from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITCH) are re-exported from here
     COMPLEMENT_SWITCH,  # noqa: F401
     AccuracyError,
-    lower_in_bracket,
+    bounds_in_bracket,
     max_delta_bounds,
     max_epsilon_bounds,
     split_delta_bounds,
@@ -621,10 +621,11 @@ class FourierAccountant:
         b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed)
         if self._derived.get("path", "").startswith("buckets") and self._cf_proven() and (
                 b.upper - b.lower > self._rtol * b.upper):
-            # the search failed; a loose inversion inside the proven interval may still raise its lower end
-            lower = lower_in_bracket(self._directions(), np.log(delta), b.lower, b.upper, **self._settings())
-            if lower > b.lower:
-                b = Bounds(lower, max(b.estimate, lower), b.upper)
+            # the search failed; loose inversions inside the proven interval may still narrow it
+            lower, upper = bounds_in_bracket(self._directions(), np.log(delta), b.lower, b.upper,
+                                             **self._settings())
+            if (lower, upper) != (b.lower, b.upper):
+                b = _intersect(b, Bounds(lower, upper, upper))
                 self._derived["path"] = "buckets+inversion"
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
@@ -665,9 +666,9 @@ class FourierAccountant:
                        "rounding down for the lower (Doroshenko et al. 2022; Meiser & Mohammadi 2018), composed by "
                        f"FFT with its error bounded ({self._buckets_reason()})")
             if path == "buckets+inversion":
-                buckets += ("; intersected with the proven bounds of Fourier inversion (thesis Sec 3.4, characteristic "
-                            f"functions in closed form or proven enclosures), which could not reach rtol {self._rtol:g}: both "
-                            "intervals proven, the reported one is their intersection")
+                buckets += ("; intersected with the proven bounds of Fourier inversion (thesis Sec 3.4, "
+                            "characteristic functions in closed form or proven enclosures), which could not reach "
+                            f"rtol {self._rtol:g}: both intervals proven, the reported one is their intersection")
             return buckets
         if self._laplace_split() is not None:
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
