@@ -532,7 +532,9 @@ def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping, 
       over directions). So ``max_d lower_d`` (and ``lo``) is a proven lower bound.
     * ``upper_d``: the smallest epsilon found where the certified UPPER delta is at most ``delta``, so
       ``epsilon_d <= upper_d``; ``epsilon = max_d epsilon_d <= max_d upper_d``, proven only if every direction has
-      one: a direction whose plan cannot be made (work or truncation limit) leaves the upper end at ``hi``.
+      one: a direction whose plan cannot be made (work or truncation limit) leaves the upper end at ``hi`` and
+      ends the round (the directions are taken in decreasing order of their Chernoff deltas at ``hi``, so the one
+      likeliest to decide comes first and a failure there costs no further work).
     """
     for _ in range(_BRACKET_ROUNDS):
         lower, upper = _bounds_in_bracket(directions, log_delta, lo, hi, max_terms=max_terms,
@@ -553,14 +555,19 @@ def _bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping)
     if not (0.0 <= lo < hi < math.inf):
         return lo, hi
     lower, uppers = lo, []
-    for _, lm, sup in directions:
-        kappa = chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), hi, max_damping)[1]
+    try:
+        chernoff = [chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), hi, max_damping)
+                    for _, lm, _ in directions]
+    except NumericalError:  # beyond float64
+        return lo, hi
+    for i in sorted(range(len(directions)), key=lambda j: -chernoff[j][0]):  # the likeliest to decide first
+        _, lm, sup = directions[i]
+        kappa = chernoff[i][1]
         tolerance = delta * min(0.1, max(kappa, 1e-6) * (hi - lo) / 4.0)
         try:
             plan = make_plan(lm, sup, lo, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
-        except (TruncationLimit, NumericalError):
-            uppers.append(hi)
-            continue
+        except (TruncationLimit, NumericalError):  # work or truncation limit: no upper end below hi
+            return lower, hi
 
         def above(eps, field, plan=plan):
             return getattr(invert(plan, eps)[0], field) > delta

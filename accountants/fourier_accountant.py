@@ -348,7 +348,7 @@ class FourierAccountant:
         cannot certify it): such ledgers go to the privacy buckets directly."""
         return self._bucketable() and all(self._cores[m][0].loss_is_discrete for m in self._entries)
 
-    def _via_buckets(self, inverted, bucketed):
+    def _via_buckets(self, inverted, bucketed, narrow=None):
         """``inverted()``, or ``bucketed(ledger)`` where the ledger has loss buckets and inversion cannot answer
         (the characteristic function decays too slowly: few runs of a small sampling probability, or atoms) or
         would rest on an estimated characteristic function (the buckets are proven).
@@ -356,7 +356,10 @@ class FourierAccountant:
         An inversion that failed may still have proven bounds (its error's ``proven``: certified, only wider than
         ``rtol``, :func:`accountants._fourier_search.max_epsilon_bounds`); the buckets' interval is then
         intersected with them (:func:`_intersect`): both contain the exact value, so their intersection does, and
-        its ends are each one of the two proven ends."""
+        its ends are each one of the two proven ends. ``narrow``, if given, then maps that proven interval to a
+        proven interval inside it (loose inversions, :func:`accountants._fourier_search.bounds_in_bracket`); it is
+        called only where the failed search got as far as proving something (an inversion that could not start,
+        say a characteristic function beyond float64, would fail there too)."""
         first = None
         if not (self._discrete() or (self._bucketable() and not self._cf_proven())):
             try:
@@ -377,6 +380,8 @@ class FourierAccountant:
         proven = getattr(first, "proven", None)
         if proven is not None and self._cf_proven():
             combined = _intersect(result, proven)
+            if narrow is not None:
+                combined = _intersect(combined, narrow(combined))
             self._derived["path"] = "buckets+inversion" if combined != result else "buckets"
             return combined
         self._derived["path"] = "buckets"
@@ -618,15 +623,13 @@ class FourierAccountant:
                     "exceeds delta; use RDPAccountant, or a larger delta.")
             return Bounds(lower, upper, upper)
 
-        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed)
-        if self._derived.get("path", "").startswith("buckets") and self._cf_proven() and (
-                b.upper - b.lower > self._rtol * b.upper):
-            # the search failed; loose inversions inside the proven interval may still narrow it
-            lower, upper = bounds_in_bracket(self._directions(), np.log(delta), b.lower, b.upper,
-                                             **self._settings())
-            if (lower, upper) != (b.lower, b.upper):
-                b = _intersect(b, Bounds(lower, upper, upper))
-                self._derived["path"] = "buckets+inversion"
+        def narrow(b):  # the search failed; loose inversions inside the proven interval may still narrow it
+            if b.upper - b.lower <= self._rtol * b.upper:
+                return b
+            lower, upper = bounds_in_bracket(self._directions(), np.log(delta), b.lower, b.upper, **self._settings())
+            return Bounds(lower, upper, upper)
+
+        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed, narrow)
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 
