@@ -38,7 +38,9 @@ exceed its work limit (both found before any node is evaluated). Where every mec
 discrete pairs) such ledgers, ledgers whose characteristic functions would only be estimated, and ledgers of
 purely atomic losses (discrete pairs, whose transforms do not decay) are answered by composing proven discretised
 loss distributions instead; their interval is set by the grid (the upper end, connect-the-dots, is the tight one),
-not by ``rtol``. Otherwise the request fails with the inversion's error (``AccuracyError`` / ``NumericalError``
+not by ``rtol``. Where the inversion was tried first and failed, what it proved (the error's ``proven``) is
+intersected with that interval, which loose inversions inside it may narrow further (``_via_buckets``). Otherwise
+the request fails with the inversion's error (``AccuracyError`` / ``NumericalError``
 naming RDPAccountant). Ledgers with more than ``MAX_ATOMS`` Laplace atoms and no Gaussian have non-decaying
 characteristic functions; ``max_terms = 2**20`` certifies about rtol 1e-5 at best there: pass a larger ``rtol``.
 """
