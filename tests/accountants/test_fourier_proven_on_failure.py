@@ -3,7 +3,7 @@
 ``AccuracyError`` / ``NumericalError`` of the searches carry ``proven``; ``FourierAccountant`` intersects them with
 the privacy buckets' interval and narrows that interval by loose inversions inside it (``bounds_in_bracket``).
 
-References (independent of the inversion): dp_accounting 0.4's PLD of the same ledger at
+References (independent of the inversion): dp_accounting 0.6.0's PLD of the same ledger at
 ``value_discretization_interval = 1e-5``, pessimistic (connect-the-dots, an upper bound on epsilon) and optimistic
 (privacy buckets rounding down, below the exact value), computed by
 
