@@ -195,3 +195,14 @@ def test_the_failed_lower_is_where_the_certified_lower_delta_still_exceeds_delta
     lower = search._failed_lower(log_excess, upper, at_upper, DELTA, 2.0)
     assert 0.0 < lower < exact and exact - lower < 1e-5 and log_excess(lower, "lower") > 0
     assert search._failed_lower(lambda e, f: -1.0, upper, at_upper, DELTA, 2.0) == 0.0  # none found: 0
+
+
+def test_delta_of_the_long_ledger_joins_the_buckets_with_the_failed_search():
+    # at the fine PLD's (pessimistic) epsilon the exact delta is at most DELTA: the proven lower end must be too
+    acc = _ledger(10_000)
+    eps = PLD_FINE[10_000][1]
+    combined = acc.delta_bounds(eps)
+    b_lower, b_upper = acc._buckets().delta_bounds(eps)
+    assert b_lower <= combined.lower <= combined.estimate <= combined.upper <= b_upper
+    assert combined.upper - combined.lower < 0.01 * (b_upper - b_lower)  # buckets alone: [0, 1.02e-5] at 0.2748
+    assert combined.lower <= DELTA and acc._derived["path"] == "buckets+inversion"
