@@ -73,7 +73,7 @@ class AccuracyError(DPLedgerError):
     :func:`max_epsilon_bounds` and :func:`max_delta_bounds` attach them; ``FourierAccountant`` intersects them with
     the privacy buckets' proven interval where it has one."""
 
-    def __init__(self, message="", proven=None):
+    def __init__(self, message: str = "", proven: Bounds | None = None) -> None:
         super().__init__(message)
         self.proven = proven
 
