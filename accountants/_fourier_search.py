@@ -51,6 +51,7 @@ __all__ = [
     "coarse_chernoff_epsilon",
     "direction_delta_bounds",
     "direction_epsilon_bounds",
+    "bounds_in_bracket",
     "max_delta_bounds",
     "max_epsilon_bounds",
     "split_delta_bounds",
@@ -65,7 +66,16 @@ _CHERNOFF_SLACK = 1e-9
 
 
 class AccuracyError(DPLedgerError):
-    """The requested accuracy could not be certified; the message says what was tried."""
+    """The requested accuracy could not be certified; the message says what was tried.
+
+    ``proven``: the :class:`~accountants.report.Bounds` ``(lower, estimate, upper)`` certified nonetheless (each
+    end a proven bound, only wider than ``rtol`` asks), or ``None`` where the search found none. The searches
+    :func:`max_epsilon_bounds` and :func:`max_delta_bounds` attach them; ``FourierAccountant`` intersects them with
+    the privacy buckets' proven interval where it has one."""
+
+    def __init__(self, message: str = "", proven: Bounds | None = None) -> None:
+        super().__init__(message)
+        self.proven = proven
 
     # Public home: accountants.fourier_accountant (and accountants), which re-export it; keeps its repr and
     # pickles as they were before the searches moved here.
@@ -98,7 +108,7 @@ def certified_lower_root(excess, estimate, *, refine):
     """The largest epsilon below ``estimate`` found at which even the certified lower delta exceeds the target
     (``excess(epsilon, "lower") > 0``; 0 if none): tried at ``estimate (1 - 10^-k)``, k = 10, 9, ... (the lower
     curve is not monotone near 0, where the aliasing bound is large), then, with ``refine``, moved up by Brent's
-    method towards the next trial point."""
+    method towards the next trial point (its root stepped down until the evaluated excess is positive)."""
     gap = 1e-10
     while gap < 1.0 and estimate > 0:
         if excess(estimate * (1.0 - gap), "lower") > 0:
@@ -106,7 +116,12 @@ def certified_lower_root(excess, estimate, *, refine):
             if not refine:
                 return lo_eps
             if excess(hi_eps, "lower") < 0:
-                return _brentq(lambda e: excess(e, "lower"), lo_eps, hi_eps, xtol=1e-14)
+                root = _brentq(lambda e: excess(e, "lower"), lo_eps, hi_eps, xtol=1e-14)
+                # brentq's root may sit just above the crossing: step down until the excess is positive
+                step = max(abs(root) * 1e-12, 1e-300)
+                while root > lo_eps and not excess(root, "lower") > 0:
+                    root, step = max(root - step, lo_eps), 2.0 * step
+                return root
             return hi_eps
         gap *= 10.0
     return 0.0
@@ -213,7 +228,10 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping):
     :func:`direction_delta_bounds`), and the check is on the reported interval: when every direction meets
     ``rtol`` or stops at the floor it passes (``u_k - l_k <= rtol e_k <= rtol max_d e_d`` for a direction ``k``
     that met ``rtol``; a stopped one attains ``max u`` only together with the earlier one that set its floor),
-    so it fails only when a direction that can decide the maximum could not be certified.
+    so it fails only when a direction that can decide the maximum could not be certified. Its
+    :class:`AccuracyError` then carries the reported (proven) bounds as ``proven``; a :class:`NumericalError` of a
+    direction's search carries the same over the directions done, each one not done counted as ``[0, its Chernoff
+    bound]``.
     """
     chernoff = [
         chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), epsilon, max_damping)
@@ -221,18 +239,24 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping):
     ]
     order = sorted(range(len(directions)), key=lambda i: -chernoff[i][0])
     floor, parts, failures = 0.0, [], []
-    for i in order:
+    for n, i in enumerate(order):
         direction, lm, sup = directions[i]
-        bounds, failure = direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
-                                                 max_damping=max_damping, floor=floor, chernoff=chernoff[i])
+        try:
+            bounds, failure = direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
+                                                     max_damping=max_damping, floor=floor, chernoff=chernoff[i])
+        except NumericalError as exc:  # the directions not searched keep their Chernoff bounds
+            rest = [min(max(float(np.exp(chernoff[j][0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0)
+                    for j in order[n:]]
+            raise _with_proven(exc, parts + [Bounds(0.0, u, u) for u in rest], "delta") from None
         parts.append(bounds)
         if failure is not None:
             failures.append(failure)
         floor = max(floor, bounds.lower)
     result = Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
     if result.upper - result.lower > rtol * max(result.estimate, 1e-300) and result.upper > 0.0:
-        raise AccuracyError(" ".join(failures) or (
-            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol}: bounds {tuple(result)}."))
+        raise _with_proven(AccuracyError(" ".join(failures) or (
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol}: bounds {tuple(result)}.")),
+            parts, "delta")
     return result
 
 
@@ -399,11 +423,13 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
             tolerance = tolerance / 16.0
         hi, kappa = upper, None
     else:
-        return Bounds(0.0, upper, upper), (
+        lower = _failed_lower(log_excess, upper, at_upper, delta, plan.kappa)
+        return Bounds(lower, upper, upper), (
             f"FourierAccountant could not certify epsilon at delta={delta} to rtol={rtol} "
             f"({direction.value}): at epsilon {upper:.10g} delta is in [{at_upper.lower:.6g}, "
             f"{at_upper.upper:.6g}] with damping {plan.kappa:.4g}, period {plan.period:.4g}, "
-            f"{errors['nodes']} nodes (max_terms={max_terms}); errors {errors}. {hint(errors)}"
+            f"{errors['nodes']} nodes (max_terms={max_terms}); errors {errors}. {hint(errors)} "
+            f"Proven for this direction: epsilon in [{lower:.10g}, {upper:.10g}]."
         )
     top = max(upper, 1e-12) * 1.01 + 1e-9
     estimate = 0.0
@@ -411,6 +437,34 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         estimate = _brentq(lambda e: log_excess(e, "estimate"), 0.0, top, xtol=1e-14)
     lower = certified_lower_root(log_excess, estimate, refine=True)
     return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper), None
+
+
+#: Trials of :func:`_failed_lower`: the step below the upper epsilon is doubled this many times at most.
+_FAILED_LOWER_TRIES = 8
+
+
+def _failed_lower(log_excess, upper, at_upper, delta, kappa):
+    """A proven lower bound on a direction's epsilon whose search missed ``rtol`` (0 if none is found cheaply):
+    an epsilon below ``upper`` at which the certified LOWER delta of the same plan still exceeds ``delta``
+    (``log_excess(eps, "lower") > 0``); ``delta_d`` is non-increasing, so ``epsilon_d`` lies above it.
+
+    Near the answer ``log delta_d`` falls with slope about ``-kappa`` (the damping, near the saddle point), so the
+    certified interval ``at_upper`` at ``upper``, of relative width ``w``, is left after a step of about
+    ``w / kappa`` (twice that first: the errors grow below the plan's epsilon); the step is doubled at most
+    ``_FAILED_LOWER_TRIES`` times. A rounding-dominated failure (interval within ~1e-6 of delta) thus gets a lower
+    bound a few ``w / kappa`` below ``upper``, at the cost of a few evaluations of the plan already made."""
+    width = (at_upper.upper - at_upper.lower) / delta
+    if not (math.isfinite(width) and kappa > 0.0):
+        return 0.0
+    step = 2.0 * max(width, 1e-12) / kappa
+    for _ in range(_FAILED_LOWER_TRIES):
+        eps = upper - step
+        if eps <= 0.0:
+            break
+        if log_excess(eps, "lower") > 0:
+            return eps
+        step *= 2.0
+    return 0.0
 
 
 def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
@@ -426,29 +480,120 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     Accuracy: if a direction ``s`` met ``rtol`` (its certified delta at ``U_s`` is within ``rtol``) and
     attains ``max_d U_d``, the reported interval is ``[max_d L_d, U_s]``, inside ``s``'s own interval
     ``[L_s, U_s]``, so it is as accurate; a direction ``f`` that failed is then irrelevant as long as ``U_f <=
-    U_s`` (its lower bound, 0, cannot raise ``max L`` either). Hence :class:`AccuracyError` is raised exactly
+    U_s`` (its lower bound, 0 or proven by :func:`_failed_lower`, can only raise ``max L`` within ``[L_s, U_s]``:
+    ``L_f <= epsilon_f <= U_f <= U_s``). Hence :class:`AccuracyError` is raised exactly
     when a failed direction's upper bound exceeds the upper bounds of all directions that did not fail. The
     directions are searched in decreasing order of their coarse Chernoff epsilons (:func:`coarse_chernoff_epsilon`;
     the order only affects the work done), a later search stopping once an upper bound it has (the coarse
     Chernoff epsilon first, then the full Chernoff bracket, then the inverted one) is at most the largest lower
     bound found so far (``floor``): such a direction ``d`` has ``U_d <= L_j <= U_j`` for an earlier ``j``, so it
     attains ``max U`` only if ``j`` does, with ``L_j = U_j`` when ``j`` failed (a reported interval of zero width).
+
+    On failure the proven bounds are not lost: the :class:`AccuracyError` carries ``(max_d L_d, max_d E_d, max_d
+    U_d)`` as ``proven`` (bracketing above); a :class:`NumericalError` of a direction's search (work limit) carries
+    the same over the directions done, each direction not done counted as ``[0, its coarse Chernoff epsilon]``
+    (an upper bound, :func:`direction_epsilon_bounds`).
     """
     coarse = [coarse_chernoff_epsilon(lm, log_delta, max_damping) for _, lm, _ in directions]
     order = sorted(range(len(directions)), key=lambda i: -coarse[i][0])
     floor, parts = 0.0, []
-    for i in order:
+    for n, i in enumerate(order):
         direction, lm, sup = directions[i]
-        bounds, failure = direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol, max_terms=max_terms,
-                                                   max_damping=max_damping, floor=floor, coarse=coarse[i])
+        try:
+            bounds, failure = direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol,
+                                                       max_terms=max_terms, max_damping=max_damping, floor=floor,
+                                                       coarse=coarse[i])
+        except NumericalError as exc:  # the directions not searched keep their coarse Chernoff epsilons
+            rest = [coarse[j][0] * (1.0 + _CHERNOFF_SLACK) + 1e-12 for j in order[n:]]
+            raise _with_proven(exc, [b for b, _ in parts] + [Bounds(0.0, u, u) for u in rest], "epsilon") from None
         parts.append((bounds, failure))
         floor = max(floor, bounds.lower)
     result = Bounds(*(max(getattr(b, f) for b, _ in parts) for f in ("lower", "estimate", "upper")))
     decided = max((b.upper for b, failure in parts if failure is None), default=-np.inf)
     failures = [failure for b, failure in parts if failure is not None and b.upper > decided]
     if failures:
-        raise AccuracyError(" ".join(failures))
+        raise _with_proven(AccuracyError(" ".join(failures)), [b for b, _ in parts], "epsilon")
     return result
+
+
+def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping, rtol=None):
+    """Proven ``(lower, upper)`` of ``epsilon(delta) = max_d epsilon_d(delta)`` inside ``[lo, hi]``, a proven but
+    wide interval the caller already has (the privacy buckets) where the full search failed; ``(lo, hi)`` where
+    nothing better is found (``rtol`` is not used: no accuracy is promised).
+
+    Per direction, one loose plan made at ``lo`` (its errors shrink as epsilon grows, so it serves all of ``[lo,
+    hi]``) with the absolute tolerance ``delta min(0.1, kappa (hi - lo) / 4)`` (``delta_d`` moves by about that
+    fraction across the interval: ``d log delta_d / d eps ~ -kappa`` near the saddle point), then bisection on
+    its certified curves, every accepted point evaluated; repeated (``_BRACKET_ROUNDS`` at most) on the narrower
+    interval left, whose smaller width asks a smaller tolerance:
+
+    * ``lower_d``: the largest epsilon found where the certified LOWER delta exceeds ``delta``; ``delta_d`` is
+      non-increasing, so ``epsilon_d > lower_d``, and ``epsilon >= epsilon_d`` (thesis Thm 3.3.5: the maximum
+      over directions). So ``max_d lower_d`` (and ``lo``) is a proven lower bound.
+    * ``upper_d``: the smallest epsilon found where the certified UPPER delta is at most ``delta``, so
+      ``epsilon_d <= upper_d``; ``epsilon = max_d epsilon_d <= max_d upper_d``, proven only if every direction has
+      one: a direction whose plan cannot be made (work or truncation limit) leaves the upper end at ``hi`` and
+      ends the round (the directions are taken in decreasing order of their Chernoff deltas at ``hi``, so the one
+      likeliest to decide comes first and a failure there costs no further work).
+    """
+    for _ in range(_BRACKET_ROUNDS):
+        lower, upper = _bounds_in_bracket(directions, log_delta, lo, hi, max_terms=max_terms,
+                                          max_damping=max_damping)
+        if (lower, upper) == (lo, hi):
+            break
+        lo, hi = lower, upper
+    return lo, hi
+
+
+#: Rounds of :func:`bounds_in_bracket`, each planned again for the interval the previous one left (tighter).
+_BRACKET_ROUNDS = 3
+
+
+def _bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping):
+    """One round of :func:`bounds_in_bracket`."""
+    delta = float(np.exp(log_delta))
+    if not (0.0 <= lo < hi < math.inf):
+        return lo, hi
+    lower, uppers = lo, []
+    try:
+        chernoff = [chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), hi, max_damping)
+                    for _, lm, _ in directions]
+    except NumericalError:  # beyond float64
+        return lo, hi
+    for i in sorted(range(len(directions)), key=lambda j: -chernoff[j][0]):  # the likeliest to decide first
+        _, lm, sup = directions[i]
+        kappa = chernoff[i][1]
+        tolerance = delta * min(0.1, max(kappa, 1e-6) * (hi - lo) / 4.0)
+        try:
+            plan = make_plan(lm, sup, lo, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
+        except (TruncationLimit, NumericalError):  # work or truncation limit: no upper end below hi
+            return lower, hi
+
+        def above(eps, field, plan=plan):
+            return getattr(invert(plan, eps)[0], field) > delta
+
+        low, top = lower, hi  # lower-delta crossing: above(low, "lower") holds or low is a proven bound already
+        high, bottom = hi, lower  # upper-delta crossing: not above(high, "upper") holds or high is hi
+        for _ in range(40):
+            mid = 0.5 * (low + top)
+            if low < mid < top:
+                low, top = (mid, top) if above(mid, "lower") else (low, mid)
+            mid = 0.5 * (bottom + high)
+            if bottom < mid < high:
+                bottom, high = (mid, high) if above(mid, "upper") else (bottom, mid)
+            if top - low <= 1e-9 * top and high - bottom <= 1e-9 * high:
+                break
+        lower = max(lower, low)
+        uppers.append(high)
+    return lower, min(hi, max(uppers, default=hi))
+
+
+def _with_proven(error, parts, what):
+    """``error`` with ``error.proven`` the maximum over directions of their proven ``parts`` (thesis Thm 3.3.5;
+    the maximum is non-decreasing in each argument, so it brackets the add-or-remove value), stated in a note."""
+    error.proven = Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
+    error.add_note(f"Proven nonetheless: {what} in [{error.proven.lower:.10g}, {error.proven.upper:.10g}].")
+    return error
 
 
 def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping):

@@ -38,7 +38,9 @@ exceed its work limit (both found before any node is evaluated). Where every mec
 discrete pairs) such ledgers, ledgers whose characteristic functions would only be estimated, and ledgers of
 purely atomic losses (discrete pairs, whose transforms do not decay) are answered by composing proven discretised
 loss distributions instead; their interval is set by the grid (the upper end, connect-the-dots, is the tight one),
-not by ``rtol``. Otherwise the request fails with the inversion's error (``AccuracyError`` / ``NumericalError``
+not by ``rtol``. Where the inversion was tried first and failed, what it proved (the error's ``proven``) is
+intersected with that interval, which loose inversions inside it may narrow further (``_via_buckets``). Otherwise
+the request fails with the inversion's error (``AccuracyError`` / ``NumericalError``
 naming RDPAccountant). Ledgers with more than ``MAX_ATOMS`` Laplace atoms and no Gaussian have non-decaying
 characteristic functions; ``max_terms = 2**20`` certifies about rtol 1e-5 at best there: pass a larger ``rtol``.
 """
@@ -54,6 +56,7 @@ from dpledger.accountants._fourier_atoms import laplace_split, two_point_lattice
 from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITCH) are re-exported from here
     COMPLEMENT_SWITCH,  # noqa: F401
     AccuracyError,
+    bounds_in_bracket,
     max_delta_bounds,
     max_epsilon_bounds,
     split_delta_bounds,
@@ -347,10 +350,18 @@ class FourierAccountant:
         cannot certify it): such ledgers go to the privacy buckets directly."""
         return self._bucketable() and all(self._cores[m][0].loss_is_discrete for m in self._entries)
 
-    def _via_buckets(self, inverted, bucketed):
+    def _via_buckets(self, inverted, bucketed, narrow=None):
         """``inverted()``, or ``bucketed(ledger)`` where the ledger has loss buckets and inversion cannot answer
         (the characteristic function decays too slowly: few runs of a small sampling probability, or atoms) or
-        would rest on an estimated characteristic function (the buckets are proven)."""
+        would rest on an estimated characteristic function (the buckets are proven).
+
+        An inversion that failed may still have proven bounds (its error's ``proven``: certified, only wider than
+        ``rtol``, :func:`accountants._fourier_search.max_epsilon_bounds`); the buckets' interval is then
+        intersected with them (:func:`_intersect`): both contain the exact value, so their intersection does, and
+        its ends are each one of the two proven ends. ``narrow``, if given, then maps that proven interval to a
+        proven interval inside it (loose inversions, :func:`accountants._fourier_search.bounds_in_bracket`); it is
+        called only where the failed search got as far as proving something (an inversion that could not start,
+        say a characteristic function beyond float64, would fail there too)."""
         first = None
         if not (self._discrete() or (self._bucketable() and not self._cf_proven())):
             try:
@@ -368,6 +379,13 @@ class FourierAccountant:
                 raise
             first.add_note(f"The privacy buckets could not answer either: {error}")
             raise first from None
+        proven = getattr(first, "proven", None)
+        if proven is not None and self._cf_proven():
+            combined = _intersect(result, proven)
+            if narrow is not None:
+                combined = _intersect(combined, narrow(combined))
+            self._derived["path"] = "buckets+inversion" if combined != result else "buckets"
+            return combined
         self._derived["path"] = "buckets"
         return result
 
@@ -386,10 +404,16 @@ class FourierAccountant:
         settings = self._settings()
         try:
             return search(self._directions(), *args, **settings)
-        except AccuracyError:
+        except AccuracyError as error:
             if not self.certified or settings["max_damping"] >= MAX_DAMPING_ENCLOSED:
                 raise
-        return search(self._directions(), *args, **{**settings, "max_damping": MAX_DAMPING_ENCLOSED})
+            first = error.proven
+        try:
+            return search(self._directions(), *args, **{**settings, "max_damping": MAX_DAMPING_ENCLOSED})
+        except (AccuracyError, NumericalError) as error:
+            if first is not None:  # both proven: keep the narrower ends of the two attempts
+                error.proven = first if error.proven is None else _intersect(error.proven, first)
+            raise
 
     def _settings(self):
         """Keyword arguments of the searches in :mod:`accountants._fourier_search`."""
@@ -601,7 +625,13 @@ class FourierAccountant:
                     "exceeds delta; use RDPAccountant, or a larger delta.")
             return Bounds(lower, upper, upper)
 
-        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed)
+        def narrow(b):  # the search failed; loose inversions inside the proven interval may still narrow it
+            if b.upper - b.lower <= self._rtol * b.upper:
+                return b
+            lower, upper = bounds_in_bracket(self._directions(), np.log(delta), b.lower, b.upper, **self._settings())
+            return Bounds(lower, upper, upper)
+
+        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed, narrow)
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 
@@ -634,11 +664,17 @@ class FourierAccountant:
         if self._atom_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses of each direction (randomized "
                     "response, pure DP and their Poisson-subsampled pairs, thesis Thm 3.3.5), float64 rounding bounded")
-        if self._derived.get("path") == "buckets" or (self._derived.get("path") is None and self._discrete()):
-            return ("privacy buckets: the loss distributions discretised on a grid of step "
-                    f"{self._buckets().h:g} with proven bucket masses, connect-the-dots for the upper bound and "
-                    "rounding down for the lower (Doroshenko et al. 2022; Meiser & Mohammadi 2018), composed by FFT "
-                    f"with its error bounded ({self._buckets_reason()})")
+        path = self._derived.get("path")
+        if path in ("buckets", "buckets+inversion") or (path is None and self._discrete()):
+            buckets = ("privacy buckets: the loss distributions discretised on a grid of step "
+                       f"{self._buckets().h:g} with proven bucket masses, connect-the-dots for the upper bound and "
+                       "rounding down for the lower (Doroshenko et al. 2022; Meiser & Mohammadi 2018), composed by "
+                       f"FFT with its error bounded ({self._buckets_reason()})")
+            if path == "buckets+inversion":
+                buckets += ("; intersected with the proven bounds of Fourier inversion (thesis Sec 3.4, "
+                            "characteristic functions in closed form or proven enclosures), which could not reach "
+                            f"rtol {self._rtol:g}: both intervals proven, the reported one is their intersection")
+            return buckets
         if self._laplace_split() is not None:
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
                     f"(thesis Sec 3.4), characteristic functions in closed form, rtol {self._rtol:g}")
@@ -674,6 +710,18 @@ class FourierAccountant:
             accountant="Fourier",
             method=self._method() + f"; interval [{b.lower:.8g}, {b.upper:.8g}]",
         )
+
+
+def _intersect(a, b):
+    """The intersection of two proven :class:`Bounds` ``(lower, estimate, upper)`` of the same quantity: ``(max of
+    the lowers, a's estimate moved into the result, min of the uppers)``. Both contain the exact value, so the
+    intersection does; an empty one means a proof or the code is wrong, and raises :class:`NumericalError`."""
+    lower, upper = max(a.lower, b.lower), min(a.upper, b.upper)
+    if not lower <= upper:
+        raise NumericalError(
+            f"FourierAccountant: proven intervals [{a.lower!r}, {a.upper!r}] and [{b.lower!r}, {b.upper!r}] of the "
+            "same quantity do not meet; this is a bug, please report it with the ledger.")
+    return Bounds(lower, min(max(a.estimate, lower), upper), upper)
 
 
 def _bracket_crossing(evaluate, delta, start=1.0):

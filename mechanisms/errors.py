@@ -23,7 +23,12 @@ class MissingCapabilityError(DPLedgerError):
 
 
 class NumericalError(DPLedgerError):
-    """A computation produced NaN or could not reach its stated accuracy; the message says what was tried."""
+    """A computation produced NaN or could not reach its stated accuracy; the message says what was tried.
+
+    ``proven``: bounds ``(lower, estimate, upper)`` certified before the failure, where the raiser had some (the
+    Fourier searches attach them: ``accountants._fourier_search.max_epsilon_bounds``), else ``None``."""
+
+    proven = None
 
 
 class SearchRangeError(DPLedgerError, ValueError):
