@@ -177,8 +177,8 @@ def test_dot_product_phase_sums_contain_the_mpmath_sums(j, count, d, v0, scale, 
     """``_phase_sums`` below the FFT's size: the frequency split (one product ``blocks . steps^T`` per column block,
     ``count >= 64``) and the direct sums (``count < 64``), both by numpy's single-threaded loops, are within the
     bound ``_log_f_enclosure`` charges them: per term the rounding of ``v r``, the split's phase shift and the
-    exponential's and products' roundings, and the dot products' ``2 (min(J, 64) + ceil(J / 64) + 2) u sum c``. A transposed or conjugated
-    product, a wrong block start or a dropped column block leaves the bound."""
+    exponential's and products' roundings, and the dot products' ``2 (min(J, 64) + ceil(J / 64) + 2) u sum c``.
+    A transposed or conjugated product, a wrong block start or a dropped column block leaves the bound."""
     rng = np.random.default_rng(seed)
     r = scale * rng.normal(size=j)
     c = np.exp(2.0 * rng.normal(size=j))
