@@ -578,7 +578,12 @@ def _panel_log_errors_many(a, g, mu, centres, h, v_top=0.0):
     reach = h * (rho + 1.0 / rho) / 2.0
     x_left = centres[:, None] - reach[None, :]  # (P, R)
     x_right = centres[:, None] + reach[None, :]
-    r_end = np.where(a[None, None, :] >= 0, _r(x_right, g, mu)[..., None], _r(x_left, g, mu)[..., None])
+    if np.all(a >= 0):  # the layout's single tilt, or tilts of one sign: only the end that is needed
+        r_end = _r(x_right, g, mu)[..., None]
+    elif np.all(a < 0):
+        r_end = _r(x_left, g, mu)[..., None]
+    else:
+        r_end = np.where(a[None, None, :] >= 0, _r(x_right, g, mu)[..., None], _r(x_left, g, mu)[..., None])
     log_m = ((_log_phi_max(x_left, x_right) + 0.5 * y * y)[..., None] + a[None, None, :] * r_end
              + np.minimum(a, 0.0)[None, None, :] * np.log(np.cos(mu * y / 2.0))[None, :, None])
     if v_top:
