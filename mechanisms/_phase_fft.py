@@ -27,8 +27,9 @@ FFT each (``e^(2 pi i k' b / N)`` has period ``N`` in ``b`` and in ``k'``, so fo
 of ``|omega_k t_j|``). The complex exponential and the product with ``c_j`` are the caller's ``2u`` and a
 further ``2u`` (returned with the phase errors).
 
-**Rounding of the sums** (returned as one absolute bound for every ``k``, in the units of ``c``): the powers
-``t^p`` (``p u`` relative) and the products with ``c_j e^(i v_c r_j)`` (``3u``); the histograms, summed in input
+**Rounding of the sums** (returned as one absolute bound for every ``k``, in the units of ``c``): the products
+``c_j e^(i v_c r_j)`` (``3u``), whose real and imaginary parts are multiplied by ``t_j`` once per power
+(``t^p`` in ``p`` roundings, ``p u`` relative); the histograms, summed in input
 order by ``numpy.bincount`` (``gamma_m`` of the absolute values, ``m`` the fullest bin; real and imaginary parts
 separately, so ``sqrt 2`` of it); each FFT, elementwise: numpy's pocketfft computes a power-of-two length by
 Cooley-Tukey passes of radix 4 and 2, i.e. ``G = A_m ... A_1 (permuted H)`` with sparse stage matrices whose
@@ -91,13 +92,16 @@ def phase_sums_uniform(
     phase = v_c * r
     cw = c * np.exp(1j * phase)
     bins = b.astype(np.int64) % n
-    # t^p by repeated multiplication (p u relative), then one bincount over (power, bin) for each of re and im
-    pw = np.cumprod(np.vstack([np.ones_like(t)[None, :], np.broadcast_to(t, (p_count - 1, t.size))]), axis=0)
-    index = (np.arange(p_count)[:, None] * n + bins[None, :]).ravel()
-    weights = (pw * cw[None, :]).ravel()
-    size = p_count * n
-    hist = (np.bincount(index, weights=weights.real, minlength=size)
-            + 1j * np.bincount(index, weights=weights.imag, minlength=size)).reshape(p_count, n)
+    # the real and imaginary parts of c_j e^(i v_c r_j) t_j^p, each times t once per power (p u relative: p
+    # roundings, as t^p times cw), one bincount per part and power (each bin summed in input order)
+    hist = np.empty((p_count, n), dtype=np.complex128)
+    part_re, part_im = np.ascontiguousarray(cw.real), np.ascontiguousarray(cw.imag)
+    for p in range(p_count):
+        if p:
+            np.multiply(part_re, t, out=part_re)
+            np.multiply(part_im, t, out=part_im)
+        hist[p].real = np.bincount(bins, weights=part_re, minlength=n)
+        hist[p].imag = np.bincount(bins, weights=part_im, minlength=n)
     l1 = np.sum(np.abs(hist), axis=1)
     g = np.fft.ifft(hist, axis=1, norm="forward")  # sum_b H[b] e^(+2 pi i k b / N), unscaled
     k_prime = np.arange(count) - k_c

@@ -296,7 +296,8 @@ def subsampled_log_f(z: ArrayLike, gamma: float, quadrature: OutputQuadrature) -
             np.multiply(powers[j - 1], step, out=powers[j])
         for start in range(0, flat.size, 32):
             stop = min(start + 32, flat.size)
-            out[start:stop] = powers[: stop - start] @ (np.exp(1j * flat[start].imag * r) * c)
+            # numpy's own loops (einsum), not a multithreaded BLAS that wakes its idle threads for every product
+            out[start:stop] = np.einsum("ij,j->i", powers[: stop - start], np.exp(1j * flat[start].imag * r) * c)
         with np.errstate(divide="ignore"):
             return (np.log(out) + peak).reshape(z.shape)
     step = max(1, 2_000_000 // max(r.size, 1))

@@ -252,10 +252,12 @@ def gaussian_fractional_rdp(orders: ArrayLike, gamma: float, noise_multiplier: f
     which makes the ratio of magnitudes at most ``(i - alpha)/(i + 1) < 1`` in both series. So the remainder
     after index N > alpha is at most the magnitude of term N (Leibniz); we add it, plus a float64 rounding slack,
     so the value is rounded up. More terms are summed (up to a budget) while that slack exceeds 1e-6 of
-    ``A - 1``. The float64 rounding slack is relative to ``A`` itself, so when the RDP is below about
-    1e-13 / (alpha - 1) it dominates; :class:`PoissonSubsampled` then uses the chord, which keeps relative
-    accuracy. Returns ``log(A) / (alpha - 1)`` per order (an upper bound, add-or-remove-one). That ``A``
-    dominates the reverse divergence ``E_mu[(mu0/mu)^alpha]`` is thesis Thm 2.3.4 at integer orders and is
+    ``A - 1`` and its truncation part can still shrink it (not where the rounding part alone exceeds ``e^-12.8``
+    of ``A - 1`` and dominates the truncation part: more terms cannot meet the target then). The float64 rounding
+    slack is relative to ``A`` itself, so when the RDP is below about 1e-13 / (alpha - 1) it dominates;
+    :class:`PoissonSubsampled` then uses the chord, which keeps relative accuracy. Returns ``log(A) / (alpha - 1)``
+    per order (an upper bound, add-or-remove-one). That ``A`` dominates the reverse divergence
+    ``E_mu[(mu0/mu)^alpha]`` is thesis Thm 2.3.4 at integer orders and is
     checked against mpmath at real orders in the tests.
 
     ``noise_multiplier`` may be an array broadcast against ``orders`` (one noise multiplier per order: many
@@ -300,7 +302,13 @@ def gaussian_fractional_rdp(orders: ArrayLike, gamma: float, noise_multiplier: f
             log_a = peak[:, 0] + np.log(total)
             log_a_minus_1 = log_expm1(np.maximum(log_a, 0.0))
         slack = np.logaddexp(log_tail, log_abs_sum + np.log(ROUNDING))
-        converged = (total > 0) & ((slack < log_a_minus_1 - 13.8) | (extra >= _MAX_SERIES_TERMS))
+        # Where the rounding part of the slack already dominates the truncation part and exceeds e^-12.8 of A - 1,
+        # more terms cannot bring the slack below e^-13.8 of A - 1 (the rounding part only grows with the terms,
+        # and A - 1 moves by at most twice the tail plus the roundings: at most 4 e^(rounding part)), so the
+        # series stops here instead of at the budget, with its value and slack as they are (an upper bound alike).
+        rounding_part = log_abs_sum + np.log(ROUNDING)
+        settled = (log_tail <= rounding_part) & (rounding_part >= log_a_minus_1 - 12.8)
+        converged = (total > 0) & ((slack < log_a_minus_1 - 13.8) | (extra >= _MAX_SERIES_TERMS) | settled)
         value = np.maximum(np.logaddexp(log_a, slack), 0.0) / (alphas[todo] - 1.0) * (1.0 + ROUNDING)
         out[todo[converged]] = value[converged]
         if extra >= _MAX_SERIES_TERMS and not converged.all():

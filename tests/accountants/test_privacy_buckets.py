@@ -227,3 +227,26 @@ def test_a_long_subsampled_ledger_on_the_repeated_pass_agrees_with_fourier_inver
     exact = FourierAccountant().compose(m, count=100_000).epsilon_bounds(1e-5)
     assert lower <= exact.upper and exact.lower <= upper
     assert upper <= exact.upper * 1.06
+
+
+def _exact_norm_squared(x):
+    from fractions import Fraction
+
+    return sum(Fraction(float(v)) ** 2 for v in x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.0, 1e3), min_size=1, max_size=300), st.integers(0, 40))
+def test_the_fft_error_norm_is_an_upper_bound_on_the_exact_norm(values, spread):
+    """``_norm_up`` (numpy's single-threaded sum of squares instead of BLAS's ``norm``) bounds the exact 2-norm,
+    checked in exact rational arithmetic, and stays within 1e-12 of it; [1, 2^-27] is a case whose float sum of
+    squares rounds below the exact one (1 + 2^-54 -> 1), so a bound without its rounding factors fails there, and
+    entries near 1e-200 have squares that underflow unless scaled."""
+    from fractions import Fraction
+
+    x = np.array(values) * 2.0 ** -spread
+    for case in (x, np.array([1.0, 2.0 ** -27]), np.array([1.0] + [2.0 ** -27] * 3), np.array([1e-200, 3e-201])):
+        bound = privacy_buckets._norm_up(case)
+        exact_sq = _exact_norm_squared(case)  # compared in exact rationals (floats would underflow at 1e-197)
+        assert Fraction(bound) ** 2 >= exact_sq
+        assert Fraction(bound) ** 2 <= exact_sq * Fraction(1 + 2e-12)

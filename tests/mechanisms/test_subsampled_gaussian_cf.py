@@ -166,3 +166,37 @@ def test_the_shared_real_axis_layout_contains_the_mpmath_values(tilts, g, sigma)
         with mp.workdps(DPS):
             exact = _oracle_f(mp.mpf(float(tilt)), g, sigma)
             assert abs(mp.exp(mp.mpf(float(value[i].real))) - exact) <= mp.exp(mp.mpf(float(log_err[i]))), tilt
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 300), st.sampled_from([3, 40, 64, 150, 700]), st.floats(1e-3, 3.0), st.floats(-4000.0, 4000.0),
+       st.sampled_from([1e-4, 1e-2, 0.5]), st.booleans(), st.integers(0, 2**32 - 1))
+@example(193, 700, 13.3 / 200.0, 3000.0, 1e-4, False, 5)  # the split path of a narrow ledger's octave
+@example(130, 40, 0.7, -2000.0, 0.5, True, 6)  # the direct path, two column blocks, the add direction's order
+def test_dot_product_phase_sums_contain_the_mpmath_sums(j, count, d, v0, scale, decreasing, seed):
+    """``_phase_sums`` below the FFT's size: the frequency split (one product ``blocks . steps^T`` per column block,
+    ``count >= 64``) and the direct sums (``count < 64``), both by numpy's single-threaded loops, are within the
+    bound ``_log_f_enclosure`` charges them: per term the rounding of ``v r``, the split's phase shift and the
+    exponential's and products' roundings, and the dot products' ``2 (min(J, 64) + ceil(J / 64) + 2) u sum c``.
+    A transposed or conjugated product, a wrong block start or a dropped column block leaves the bound."""
+    rng = np.random.default_rng(seed)
+    r = scale * rng.normal(size=j)
+    c = np.exp(2.0 * rng.normal(size=j))
+    v = v0 + d * np.arange(count)
+    if decreasing:
+        v = v[::-1].copy()
+    assert count * j < cf._FFT_WORK  # the dot-product paths
+    sums, shift, phase_errors, sum_error = cf._phase_sums(v, r, c)
+    assert sum_error is None and phase_errors == 0.0
+    assert shift <= 1e-9 * max(float(np.max(np.abs(v))), 1.0)
+    length = min(j, cf._COLUMNS) + -(-j // cf._COLUMNS) + 2
+    # per term (as _term_errors and _log_f_enclosure charge it): the rounding of v r and the exponential, the split's
+    # shift, the extra complex product
+    v_top = float(np.max(np.abs(v)))
+    eps = np.expm1(2.0 * cf._U * v_top * np.abs(r) + shift * np.abs(r) * 1.01 + 12.0 * cf._U) * 1.01
+    bound = float(np.sum(c * eps)) + 2.0 * length * cf._U * float(np.sum(c)) * 1.01
+    with mp.workdps(DPS):
+        rs, cs = [mp.mpf(float(x)) for x in r], [mp.mpf(float(x)) for x in c]
+        for k in rng.choice(count, size=min(count, 5), replace=False):
+            exact = mp.fsum(cj * mp.expj(mp.mpf(float(v[k])) * rj) for rj, cj in zip(rs, cs))
+            assert abs(complex(exact) - sums[k]) <= bound, (k, abs(complex(exact) - sums[k]), bound)
