@@ -113,8 +113,15 @@ class InversionPlan:
         """``(s, log M(s) - log s - log(1 + s), trapezoid weights, weights (8 + |log M|), log |s (1 + s)|)`` at the
         nodes: what :func:`invert` needs at every epsilon, computed once per plan (a search inverts one plan at
         dozens of epsilons). The same float64 operations as term by term, only in another order: the exponent
-        ``log M - s eps - log s - log(1 + s)`` is the sum of the same four rounded parts, whose rounding the
-        ``(8 + |log M|)`` of the rounding bound covers in any order of the additions."""
+        ``log M - s eps - log s - log(1 + s)`` is the sum of the same four rounded parts. Its absolute error is
+        within ``eps_mach (8 + |log M| + 2 |s| |epsilon|)``: the parts other than ``s eps`` within a few ulps of
+        ``|log M| + |log s| + |log(1 + s)|`` (the 8 covers the logarithms of ``|s|`` up to ``e^8``'s order, the
+        constant being generous), ``fl(s eps)`` within ``u |s eps|`` per part and the additions within ``u`` of
+        partial sums bounded by the same magnitudes; a term ``e^t`` with exponent error ``d`` is off by at most
+        ``|e^t| (e^|d| - 1)``, i.e. ``|d| |e^t|`` to first order (the ``1 + log2`` factor of the bound absorbs the
+        second order). :func:`_magnitude` adds the ``2 |s| |epsilon|`` at each epsilon (it grows with the
+        frequency: high-frequency terms of slowly decaying characteristic functions carry a phase error of about
+        ``u |Im s| epsilon``, beyond ``8 + |log M|`` there)."""
         s = self.kappa + 1j * self.step * np.arange(self.terms + 1)
         base = self.log_m_nodes - np.log(s) - np.log1p(s)
         weights = np.ones(self.terms + 1)
@@ -126,13 +133,22 @@ class InversionPlan:
         return s, base, weights, magnitude_weights, log_denominator
 
     @functools.cached_property
+    def frequency_weights(self) -> np.ndarray:
+        """``2 w |s|`` at the nodes (trapezoid weights ``w``): times ``|epsilon|``, the part of each term's
+        exponent error that comes from ``s epsilon`` (:attr:`contour`)."""
+        s, _, weights = self.contour[:3]
+        out = 2.0 * weights * np.abs(s)
+        out.setflags(write=False)
+        return out
+
+    @functools.cached_property
     def contour_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Re base, Im base, Im s)`` of :attr:`contour`, contiguous: the exponent at epsilon is
         ``(Re base - kappa eps) + i (Im base - u eps)``, exactly the parts of the complex ``base - s eps`` (a complex
         times a real multiplies each part once), and a term ``e^(t - peak)`` is ``e^(Re t - peak)`` times
         ``cos(Im t)`` (its real part) with modulus ``e^(Re t - peak)``: one real exponential and one cosine per
         node instead of a complex exponential and a modulus, each part within a few ulps as before (which the
-        ``(8 + |log M|) eps`` per term of the rounding bound covers)."""
+        per-term rounding bound of :attr:`contour` covers)."""
         s, base = self.contour[0], self.contour[1]
         parts = (np.ascontiguousarray(base.real), np.ascontiguousarray(base.imag), np.ascontiguousarray(s.imag))
         for array in parts:
@@ -342,13 +358,20 @@ def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kap
     )
 
 
+def _magnitude(plan, modulus, epsilon):
+    """``sum_k w_k (8 + |log M_k| + 2 |s_k| |epsilon|) |e^(t_k - peak)|``: the terms' exponent errors in units of
+    machine epsilon, weighted by their moduli (:attr:`InversionPlan.contour`)."""
+    _, _, _, magnitude_weights, _ = plan.contour
+    return float(np.sum((magnitude_weights + abs(epsilon) * plan.frequency_weights) * modulus))
+
+
 def _invert_negative(plan, epsilon):
     """``delta = 1 + I`` with ``I`` the same contour integral on ``Re s = kappa`` in (-1, 0) (moving the
     contour across the pole at ``s = 0``, residue 1). The trapezoidal sum of ``-I = 1 - delta =
     E_P[min(1, e^(eps - L))]`` is, by Poisson summation, that value plus non-negative aliasing terms bounded by
     ``e^eps e^(-(1-a) j T)`` (``j >= 1``, as ``E_P[e^-L] <= 1``) and ``e^(-a |j| T)`` (``j <= -1``)."""
     a, step, k_max = -plan.kappa, plan.step, plan.terms
-    s, _, weights, magnitude_weights, _ = plan.contour
+    s, _, weights, _, _ = plan.contour
     base_re, base_im, u = plan.contour_parts
     t_re = base_re - plan.kappa * epsilon
     peak = float(np.max(t_re))
@@ -358,7 +381,7 @@ def _invert_negative(plan, epsilon):
         return Bounds(lower=0.0, estimate=1.0, upper=1.0), errors
     modulus = np.exp(t_re - peak)  # |e^(t - peak)|; its real part times cos(Im t) (InversionPlan.contour_parts)
     total = float(np.sum(weights * (modulus * np.cos(base_im - u * epsilon)))) * np.exp(peak) * step / np.pi
-    magnitude = float(np.sum(magnitude_weights * modulus)) * np.exp(peak)
+    magnitude = _magnitude(plan, modulus, epsilon) * np.exp(peak)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1)) + 2.0 * _EPS
     rounding += _enclosure_error(plan, s, epsilon, weights)
     truncation = float(np.exp(log_trunc))
@@ -382,7 +405,7 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     if plan.kappa < 0:
         return _invert_negative(plan, epsilon)
     kappa, step, k_max = plan.kappa, plan.step, plan.terms
-    s, _, weights, magnitude_weights, _ = plan.contour
+    s, _, weights, _, _ = plan.contour
     base_re, base_im, u = plan.contour_parts
     t_re = base_re - kappa * epsilon
     peak = float(np.max(t_re))
@@ -396,7 +419,7 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
         return Bounds(lower=0.0, estimate=min(chernoff, 1.0), upper=min(chernoff, 1.0)), errors
     modulus = np.exp(t_re - peak)  # |e^(t - peak)|; its real part times cos(Im t) (InversionPlan.contour_parts)
     total = float(np.sum(weights * (modulus * np.cos(base_im - u * epsilon)))) * np.exp(peak) * step / np.pi
-    magnitude = float(np.sum(magnitude_weights * modulus)) * np.exp(peak)
+    magnitude = _magnitude(plan, modulus, epsilon) * np.exp(peak)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1))
     rounding += _enclosure_error(plan, s, epsilon, weights)
     truncation = float(np.exp(log_trunc))
