@@ -53,7 +53,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from dpledger.mechanisms._fft_error import fft_rho
+from dpledger.mechanisms._fft_error import fft_rho, norm2_upper
 from dpledger.mechanisms._logmath import EPS
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.relations import Direction
@@ -94,24 +94,6 @@ class _Measure:
         return s * slack if self.upper else s / slack
 
 
-def _norm_up(x):
-    """An upper bound on ``||x||_2`` (``x`` non-negative and finite), by numpy's own single-threaded sum
-    (``numpy.linalg.norm`` is a BLAS dot product, whose threads wake for every call: ~10 ms each on a busy two-core
-    machine, most of a ledger's bucket time; and its squares underflow for entries below ~1e-154).
-
-    With ``m = max x`` and ``y = x / m`` (each within ``u`` relative, or ``2^-1075`` absolute below the normal range),
-    each square within ``u`` relative (or ``2^-1075`` absolute) and their sum, in any order, within
-    ``gamma_(n-1)`` of the sum of the rounded squares (Higham, *Accuracy and Stability*, eq. 3.4; non-negative
-    terms), the exact ``sum (x/m)^2`` is at most ``(computed + n 2^-1073) (1 + 2 (n + 4) u)``; the computed sum is
-    at least 1 (the largest entry's square is exactly 1). The products and the square root add three roundings,
-    covered by the last factor."""
-    m = float(np.max(x)) if x.size else 0.0
-    if m == 0.0:
-        return 0.0
-    total = float(np.sum(np.square(x / m)))
-    return m * math.sqrt((total + x.size * 2.0**-1073) * (1.0 + 2.0 * (x.size + 4) * _U)) * (1.0 + 4.0 * _U)
-
-
 def _fft_error(n, a, b):
     """``E_2``, a bound on ``||c~ - c||_2`` for the FFT convolution of non-negative ``a`` and ``b`` in length ``n``
     (module docstring): forward transforms within ``rho ||A||_2`` (``||A||_2 = sqrt(n) ||a||_2``), their
@@ -119,7 +101,7 @@ def _fft_error(n, a, b):
     ``rho`` of its output and ``1 / sqrt(n)`` of its input error."""
     rho = fft_rho(n)
     a1, b1 = float(np.sum(a)) * (1 + 1e-12), float(np.sum(b)) * (1 + 1e-12)
-    a2, b2 = _norm_up(a), _norm_up(b)
+    a2, b2 = norm2_upper(a), norm2_upper(b)
     root = math.sqrt(n)
     e_a, e_b = rho * root * a2, rho * root * b2
     gamma = math.sqrt(2.0) * 2 * _U / (1 - 2 * _U)

@@ -89,7 +89,7 @@ import math
 
 import numpy as np
 
-from dpledger.mechanisms._fft_error import fft_rho
+from dpledger.mechanisms._fft_error import fft_rho, norm2_upper
 from dpledger.mechanisms.loss_buckets import LossBuckets, normal_cdf_bounds
 
 __all__ = [
@@ -444,9 +444,9 @@ def _power_error(size, n, x, last, same):
     rho = fft_rho(size)
     root = math.sqrt(size)
     s_x = float(np.sum(x)) * (1 + 1e-12)
-    l_x = float(np.linalg.norm(x)) * (1 + 1e-12)
+    l_x = norm2_upper(x)
     s_g = float(np.sum(last)) * (1 + 1e-12)
-    l_g = float(np.linalg.norm(last)) * (1 + 1e-12)
+    l_g = norm2_upper(last)
     e_f = rho * root * l_x
     e_g = e_f if same else rho * root * l_g
     a1 = n * (s_x + e_f) ** (n - 1) * e_f  # |a^n - b^n| <= n max(|a|, |b|)^(n-1) |a - b|

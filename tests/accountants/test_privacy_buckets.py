@@ -12,6 +12,7 @@ from dpledger.accountants import FourierAccountant, privacy_buckets
 from dpledger.accountants.fourier_inversion import TwoPointLedger
 from dpledger.accountants.report import BoundKind
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.mechanisms._fft_error import norm2_upper
 from dpledger.mechanisms.custom_pairs import DiscretePairMechanism
 from dpledger.mechanisms.relations import Direction
 from tests.oracles.analytic_gaussian import gaussian_delta_float
@@ -238,7 +239,8 @@ def _exact_norm_squared(x):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(0.0, 1e3), min_size=1, max_size=300), st.integers(0, 40))
 def test_the_fft_error_norm_is_an_upper_bound_on_the_exact_norm(values, spread):
-    """``_norm_up`` (numpy's single-threaded sum of squares instead of BLAS's ``norm``) bounds the exact 2-norm,
+    """``norm2_upper`` (numpy's single-threaded sum of squares instead of BLAS's ``norm``; used by the privacy
+    buckets' and the allocation grid's FFT error bounds) bounds the exact 2-norm,
     checked in exact rational arithmetic, and stays within 1e-12 of it; [1, 2^-27] is a case whose float sum of
     squares rounds below the exact one (1 + 2^-54 -> 1), so a bound without its rounding factors fails there, and
     entries near 1e-200 have squares that underflow unless scaled."""
@@ -246,7 +248,7 @@ def test_the_fft_error_norm_is_an_upper_bound_on_the_exact_norm(values, spread):
 
     x = np.array(values) * 2.0 ** -spread
     for case in (x, np.array([1.0, 2.0 ** -27]), np.array([1.0] + [2.0 ** -27] * 3), np.array([1e-200, 3e-201])):
-        bound = privacy_buckets._norm_up(case)
+        bound = norm2_upper(case)
         exact_sq = _exact_norm_squared(case)  # compared in exact rationals (floats would underflow at 1e-197)
         assert Fraction(bound) ** 2 >= exact_sq
         assert Fraction(bound) ** 2 <= exact_sq * Fraction(1 + 2e-12)
