@@ -94,15 +94,18 @@ class StateStore:
         except sqlite3.DatabaseError as err:
             self._close()
             raise ValueError(f"--state {self.path} is not a dpledger state file ({err}).") from None
-        if existed and tables != {"meta", "charges", "sqlite_sequence"}:
+        # Decided under the write lock: a concurrent first run may have created the file and its tables between
+        # the existence check above and the lock; its tables make this run's a continuation, not a new state.
+        complete = tables == {"meta", "charges", "sqlite_sequence"}
+        if not complete and (existed or tables):
             self._rollback()
             raise ValueError(f"--state {self.path} exists but holds no dpledger state (empty, truncated or another "
                              "file); budgets are never started afresh over it: use a new path for a new state.")
-        if not existed:
+        if not complete:
             self._conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
             self._conn.execute("CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, queries INTEGER NOT NULL, "
                                "spend REAL NOT NULL)")
-        self.new = not existed
+        self.new = not complete
         return self
 
     def __exit__(self, kind, value, traceback):

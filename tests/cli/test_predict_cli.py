@@ -413,3 +413,22 @@ def test_old_option_spellings_still_work_and_say_they_are_deprecated(capsys, blo
     assert h["sigma_vote"] == 0.5 and h["sigma_count"] == 4.0
     code, out, _ = run(capsys, "predict", "--help")
     assert "--n-classes" in out and "--sigma-count" in out and "--num-classes" not in out and "--sigma2" not in out
+
+
+def test_a_state_file_created_by_a_concurrent_first_run_is_continued_not_recreated(tmp_path, monkeypatch):
+    """The race behind a failure of the test above (``table meta already exists``): this run checks that the file is
+    absent, another first run creates it and commits its tables, then this run takes the write lock. Under the lock
+    the tables decide: the file is continued, never created again."""
+    import pathlib
+
+    from dpledger.state_file import StateStore
+
+    path = tmp_path / "budgets.db"
+    with StateStore(path) as first:
+        assert first.new
+    real_exists = pathlib.Path.exists
+    monkeypatch.setattr(pathlib.Path, "exists", lambda self: False if self == path else real_exists(self))
+    with StateStore(path) as second:  # saw no file, yet finds the first run's tables
+        assert not second.new
+    monkeypatch.undo()
+    assert path.exists()
