@@ -88,13 +88,6 @@ __all__ = ["FourierAccountant", "AccuracyError"]
 _NEGLIGIBLE_LOG_DELTA = -60.0 * np.log(2.0)
 
 
-#: compose does not probe the log MGF of a Poisson-subsampled Gaussian with at least this noise multiplier: the probe
-#: (both directions at 0.5 and 0.5 + i) raises only below about 4.3e-4 (the enclosure leaves the float64 range; found
-#: over sampling probabilities 1e-8 to 1 - 1e-6), and it cost about a millisecond per distinct mechanism (a fifth of
-#: a 200-mechanism ledger's epsilon). A failure the probe would have caught is still raised by the query.
-_PROBE_FREE_NOISE = 0.01
-
-
 #: Smallest delta at which epsilon is searched by Fourier inversion (its tolerances scale with delta).
 SMALLEST_INVERTED_DELTA = 1e-290
 
@@ -175,9 +168,8 @@ class FourierAccountant:
             )
         if mechanism.gaussian_loss_noise_multiplier() is not None or two_point_loss(mechanism) is not None:
             return  # closed forms that always exist
-        if (isinstance(mechanism, PoissonSubsampled) and mechanism.mechanism.has_subsampled_enclosure
-                and (mechanism.mechanism.gaussian_loss_noise_multiplier() or 0.0) >= _PROBE_FREE_NOISE):
-            return  # the subsampled Gaussian's enclosure, defined at every argument for such noise (below)
+        if mechanism.log_mgf_defined_everywhere:
+            return  # nothing a probe could find (Mechanism.log_mgf_defined_everywhere)
         probe = np.array([0.5, 0.5 + 1.0j])
         for direction in Direction:
             mechanism.log_mgf(probe, direction)

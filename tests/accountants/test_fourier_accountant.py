@@ -714,17 +714,19 @@ def test_too_little_noise_for_fourier_is_a_clear_error_not_an_exhausted_machine(
 
 
 def test_compose_skips_the_subsampled_gaussians_probe_only_where_it_cannot_fail():
-    from dpledger.accountants import fourier_accountant as fa_module
     from dpledger.mechanisms.errors import NumericalError
+    from dpledger.mechanisms.subsampled import PROBE_FREE_NOISE
 
     # below the threshold the probe still runs and refuses at compose, as before
     with pytest.raises(NumericalError, match="use RDPAccountant"):
         FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=3e-4), sampling_probability=0.2))
     # at the threshold and above, the probe it skips would have passed (the largest failing noise was ~4.3e-4)
     probe = np.array([0.5, 0.5 + 1.0j])
-    for sigma in (fa_module._PROBE_FREE_NOISE, 2.0 * fa_module._PROBE_FREE_NOISE):
+    assert not PoissonSubsampled(GaussianMechanism(sigma=3e-4), sampling_probability=0.2).log_mgf_defined_everywhere
+    for sigma in (PROBE_FREE_NOISE, 2.0 * PROBE_FREE_NOISE):
         for q in (1e-8, 0.5, 1.0 - 1e-6):
             m = PoissonSubsampled(GaussianMechanism(sigma=sigma), sampling_probability=q)
+            assert m.log_mgf_defined_everywhere
             for direction in Direction:
                 assert np.all(np.isfinite(m.log_mgf(probe, direction).real))
 
