@@ -53,7 +53,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from dpledger.mechanisms._fft_error import fft_rho, norm2_upper
+from dpledger.mechanisms._fft_error import fft_rho, norm2_upper, shave_top
 from dpledger.mechanisms._logmath import EPS
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.relations import Direction
@@ -109,28 +109,6 @@ def _fft_error(n, a, b):
     return (product / root + rho * (a1 * b2 + product / root)) * (1.0 + 1e-9)
 
 
-def _shave(values, amount):
-    """Remove at least ``amount`` of mass from the top entries, in place (the lower measure's tails only
-    shrink). The running sums are float: each removal is counted at its value lowered by the sums' rounding."""
-    amount *= 1.0 + 1e-12
-    if amount <= 0.0:
-        return
-    from_top = np.cumsum(values[::-1])
-    k = int(np.searchsorted(from_top, amount, side="left"))  # the top k entries hold less than amount
-    if k >= values.size:
-        values[:] = 0.0
-        return
-    if k:
-        amount -= float(from_top[k - 1]) * (1.0 - (k + 2) * _U)
-        values[values.size - k:] = 0.0
-    i = values.size - k - 1
-    while amount > 0.0 and i >= 0:
-        taken = min(float(values[i]), amount)
-        values[i] -= taken
-        amount -= taken
-        i -= 1
-
-
 def _truncate(m):
     """Move tails of mass at most :data:`TAIL` off both ends (module docstring)."""
     v = m.values
@@ -174,7 +152,7 @@ def _convolve(a, b):
         infinite += err1
     else:
         infinite *= 1.0 - 8 * _U
-        _shave(c, err1)
+        c = shave_top(c, err1)
     return _truncate(_Measure(a.start + b.start, c, infinite, a.upper))
 
 

@@ -1,6 +1,6 @@
 """The 2-norm error of numpy's radix-2 real FFT (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
-Thm 24.2) and a proven upper bound on a 2-norm, shared by every FFT whose error is bounded in 2-norm
-(:mod:`accountants.privacy_buckets`, :mod:`mechanisms.allocation_pld`)."""
+Thm 24.2), a proven upper bound on a 2-norm, and the removal of a bounded error from a lower measure: shared by
+every FFT whose error is bounded in 2-norm (:mod:`accountants.privacy_buckets`, :mod:`mechanisms.allocation_pld`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 
 from dpledger.mechanisms._logmath import EPS
 
-__all__ = ["fft_rho", "norm2_upper"]
+__all__ = ["fft_rho", "norm2_upper", "shave_top"]
 
 _U = EPS / 2
 
@@ -42,3 +42,17 @@ def norm2_upper(x) -> float:
         return 0.0
     total = float(np.sum(np.square(x / m)))
     return m * math.sqrt((total + x.size * 2.0**-1073) * (1.0 + 2.0 * (x.size + 4) * _U)) * (1.0 + 4.0 * _U)
+
+
+def shave_top(values: np.ndarray, amount: float) -> np.ndarray:
+    """``values`` (non-negative, in order of increasing loss) less at least ``amount`` of mass taken from the top
+    entries (how a lower measure gives up a bounded FFT error: its upper tails only shrink); a new array, or
+    ``values`` itself where ``amount <= 0``. Entry ``i`` keeps ``max(0, min(v_i, C_i - amount))``, ``C_i`` the sum
+    of entries ``i`` and above (computed sums within ``n u`` relative: ``amount`` is raised by that much of the
+    total)."""
+    if amount <= 0.0:
+        return values
+    rev = values[::-1]
+    cs = np.cumsum(rev)
+    amount = amount * (1.0 + 1e-9) + values.size * _U * float(cs[-1]) * 2.0
+    return np.maximum(0.0, np.minimum(rev, cs - amount))[::-1]

@@ -59,10 +59,10 @@ every ``l`` its mass at losses ``>= l`` is at least ``U``'s (on any set ``K`` of
 sum_K U~ >= sum_K U_cyc - E_1``, and ``U_cyc`` misses at most ``W`` of ``U``'s tail: for addition, where the loss
 grows as ``S`` falls, the folded mass only adds to it), hence at least the true loss's. Lower measures (removal:
 ``S''_P``; addition: ``S'_Q``) are ``f`` times the clipped ``U~``, trimmed ends dropped, less ``E_1 + W`` taken
-from the top in loss (:func:`_shave_top`): their mass at losses ``>= l`` is at most ``f U``'s, hence at most the
-true one's. That order of upper tails is what the privacy buckets need and keep under composition
-(:mod:`accountants.privacy_buckets`); their connect-the-dots split uses a measure's own P- and Q-masses, so the
-buckets returned are those of these measures (``q = m e^-l`` per atom), sums rounded outward.
+from the top in loss (:func:`~mechanisms._fft_error.shave_top`): their mass at losses ``>= l`` is at most ``f
+U``'s, hence at most the true one's. That order of upper tails is what the privacy buckets need and keep under
+composition (:mod:`accountants.privacy_buckets`); their connect-the-dots split uses a measure's own P- and
+Q-masses, so the buckets returned are those of these measures (``q = m e^-l`` per atom), sums rounded outward.
 
 The first-order error is the rounding of the summands: ``L' - L <= log(1 + t d / S)``, about ``d / 2`` per epoch
 on average at ``S ~ t``; the FFT, wrap and trim terms are below ``1e-9`` per epoch in the benchmarks.
@@ -89,7 +89,7 @@ import math
 
 import numpy as np
 
-from dpledger.mechanisms._fft_error import fft_rho, norm2_upper
+from dpledger.mechanisms._fft_error import fft_rho, norm2_upper, shave_top
 from dpledger.mechanisms.loss_buckets import LossBuckets, normal_cdf_bounds
 
 __all__ = [
@@ -497,18 +497,6 @@ def _linear_step(mu, steps, linear_bits, coarsest_bits, max_n, wrap_target):
     return None
 
 
-def _shave_top(values, amount):
-    """``values`` (non-negative, in order of increasing loss) less at least ``amount`` of mass taken from the top
-    entries: entry ``i`` keeps ``max(0, min(v_i, C_i - amount))``, ``C_i`` the sum of entries ``i`` and above
-    (computed sums within ``n u`` relative: ``amount`` is raised by that much of the total)."""
-    if amount <= 0.0:
-        return values
-    rev = values[::-1]
-    cs = np.cumsum(rev)
-    amount = amount * (1.0 + 1e-9) + values.size * _U * float(cs[-1]) * 2.0
-    return np.maximum(0.0, np.minimum(rev, cs - amount))[::-1]
-
-
 def _trim(c, limit):
     """``(lo, hi, below, above)``: ``c[:lo]`` and ``c[hi:]`` each hold at most ``limit`` (as computed), and
     ``below`` / ``above`` bound their sums from above (cumulative sums within ``n u`` relative)."""
@@ -591,7 +579,7 @@ def linear_losses(mu: float, steps: int, remove: bool, d: float, size: int) -> t
     with np.errstate(over="ignore", under="ignore"):
         q_hi = upper * np.exp(-hi_loss)  # exp and the product within 3u: covered by the 1e-12 at the sums
     lower = kept * factor
-    lower = _shave_top(lower, error) if remove else _shave_top(lower[::-1], error)[::-1]  # top in loss
+    lower = shave_top(lower, error) if remove else shave_top(lower[::-1], error)[::-1]  # top in loss
     out = (hi_loss, upper, q_hi, infinite, lo_loss, lower)
     for arr in out[:3] + out[4:]:
         arr.setflags(write=False)

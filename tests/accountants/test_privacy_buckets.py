@@ -12,7 +12,7 @@ from dpledger.accountants import FourierAccountant, privacy_buckets
 from dpledger.accountants.fourier_inversion import TwoPointLedger
 from dpledger.accountants.report import BoundKind
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
-from dpledger.mechanisms._fft_error import norm2_upper
+from dpledger.mechanisms._fft_error import norm2_upper, shave_top
 from dpledger.mechanisms.custom_pairs import DiscretePairMechanism
 from dpledger.mechanisms.relations import Direction
 from tests.oracles.analytic_gaussian import gaussian_delta_float
@@ -45,7 +45,7 @@ def test_truncation_and_shaving_keep_the_tail_order():
     low = privacy_buckets._truncate(_measure([tiny, tiny, 0.5, 0.5 - 4 * tiny, tiny, tiny], start=-2, upper=False))
     assert low.infinite == 0.0 and low.values[-1] >= 0.5 - 2.0001 * tiny and low.values.sum() < 1.0 - tiny
     values = np.array([0.2, 0.3, 0.1, 0.05])
-    privacy_buckets._shave(values, 0.12)
+    values = shave_top(values, 0.12)
     assert values[3] == 0.0 and values[2] <= 0.1 - 0.07 and values[2] > 0.0299 and values[1:2].tolist() == [0.3]
 
 
@@ -252,3 +252,21 @@ def test_the_fft_error_norm_is_an_upper_bound_on_the_exact_norm(values, spread):
         exact_sq = _exact_norm_squared(case)  # compared in exact rationals (floats would underflow at 1e-197)
         assert Fraction(bound) ** 2 >= exact_sq
         assert Fraction(bound) ** 2 <= exact_sq * Fraction(1 + 2e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=200), st.floats(0.0, 2.0))
+def test_shaving_removes_at_least_the_amount_from_the_top(values, fraction):
+    """``shave_top`` (both FFT error corrections of lower measures: privacy buckets and the allocation grid): every
+    entry only shrinks, and the mass kept at or above each index is at most the original's less ``amount`` (checked
+    in exact rationals), so upper tails shrink by at least the error removed."""
+    from fractions import Fraction
+
+    x = np.array(values)
+    amount = fraction * float(x.sum())
+    out = shave_top(x, amount)
+    assert np.all(out >= 0.0) and np.all(out <= x)
+    exact_in = [Fraction(float(v)) for v in x]
+    exact_out = [Fraction(float(v)) for v in out]
+    for i in range(x.size):
+        assert sum(exact_out[i:]) <= max(sum(exact_in[i:]) - Fraction(amount), Fraction(0))
