@@ -516,10 +516,10 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     return result
 
 
-def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping, rtol=None):
+def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping):
     """Proven ``(lower, upper)`` of ``epsilon(delta) = max_d epsilon_d(delta)`` inside ``[lo, hi]``, a proven but
     wide interval the caller already has (the privacy buckets) where the full search failed; ``(lo, hi)`` where
-    nothing better is found (``rtol`` is not used: no accuracy is promised).
+    nothing better is found (no accuracy is promised, so it takes no ``rtol``).
 
     Per direction, one loose plan made at ``lo`` (its errors shrink as epsilon grows, so it serves all of ``[lo,
     hi]``) with the absolute tolerance ``delta min(0.1, kappa (hi - lo) / 4)`` (``delta_d`` moves by about that

@@ -620,7 +620,9 @@ class FourierAccountant:
         def narrow(b):  # the search failed; loose inversions inside the proven interval may still narrow it
             if b.upper - b.lower <= self._rtol * b.upper:
                 return b
-            lower, upper = bounds_in_bracket(self._directions(), np.log(delta), b.lower, b.upper, **self._settings())
+            settings = self._settings()  # no accuracy is promised there: no rtol
+            lower, upper = bounds_in_bracket(self._directions(), np.log(delta), b.lower, b.upper,
+                                             max_terms=settings["max_terms"], max_damping=settings["max_damping"])
             return Bounds(lower, upper, upper)
 
         b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed, narrow)
