@@ -21,6 +21,7 @@ import json
 import math
 import os
 import pathlib
+import secrets
 import sqlite3
 from typing import Any
 
@@ -30,6 +31,8 @@ from numpy.typing import ArrayLike
 __all__ = ["StateStore", "fingerprint", "FORMAT"]
 
 FORMAT = "dpledger.cli.ind-knn-state/2"
+#: The tables of a state file (``sqlite_sequence`` is SQLite's own, made with the AUTOINCREMENT column).
+_TABLES = {"meta", "charges", "sqlite_sequence"}
 #: Relative agreement required between the charge log and the stored spends (float sums in different orders).
 LOG_RTOL = 1e-9
 
@@ -86,27 +89,54 @@ class StateStore:
         self._conn = None
 
     def __enter__(self):
-        existed = self.path.exists()
         try:
+            self._create_if_absent()
             self._conn = sqlite3.connect(self.path, timeout=600.0, isolation_level=None)
             self._conn.execute("BEGIN IMMEDIATE")  # the write lock: concurrent runs wait here
             tables = {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            counts = None
+            if tables == _TABLES:
+                counts = [self._conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("meta", "charges")]
+                # AUTOINCREMENT keeps the largest id ever used: a charge log emptied by hand still shows here
+                counts.append(self._conn.execute(
+                    "SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'charges'").fetchone()[0])
         except sqlite3.DatabaseError as err:
             self._close()
             raise ValueError(f"--state {self.path} is not a dpledger state file ({err}).") from None
-        # Decided under the write lock: a concurrent first run may have created the file and its tables between
-        # the existence check above and the lock; its tables make this run's a continuation, not a new state.
-        complete = tables == {"meta", "charges", "sqlite_sequence"}
-        if not complete and (existed or tables):
+        if counts is None:
             self._rollback()
             raise ValueError(f"--state {self.path} exists but holds no dpledger state (empty, truncated or another "
                              "file); budgets are never started afresh over it: use a new path for a new state.")
-        if not complete:
-            self._conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-            self._conn.execute("CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, queries INTEGER NOT NULL, "
-                               "spend REAL NOT NULL)")
-        self.new = not complete
+        if counts[0] == 0 and (counts[1] or counts[2]):
+            self._rollback()
+            raise ValueError(f"--state {self.path}: its state is gone but runs were charged to it: the file was "
+                             "edited; refusing to continue.")
+        # Decided under the write lock: the first run to commit a state makes every later run a continuation.
+        self.new = counts[0] == 0
         return self
+
+    def _create_if_absent(self):
+        """Create the file with its (empty) tables atomically where it does not exist: built under a temporary name
+        beside it and hard-linked into place, which fails if another run got there first (its file then serves).
+        So no run ever sees the path without its tables: creating it by opening it (``sqlite3.connect``) left an
+        empty file that a concurrent run, taking the write lock first, could not tell from a truncated state."""
+        if self.path.exists():
+            return
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(8)}.new")
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+                conn.execute("CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, queries INTEGER NOT NULL, "
+                             "spend REAL NOT NULL)")
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                pass
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def __exit__(self, kind, value, traceback):
         if kind is None:
@@ -119,17 +149,14 @@ class StateStore:
         return False
 
     def _rollback(self):
+        # A failed first run leaves the file with its empty tables (a new state for the next run): removing it could
+        # pull it from under a concurrent run waiting for the lock, whose budgets would then go to a deleted file.
         if self._conn is not None:
             try:
                 self._conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
             self._close()
-        if getattr(self, "new", False) and self.path.exists():  # a failed first run leaves no empty file behind
-            try:
-                self.path.unlink()
-            except OSError:
-                pass
 
     def _close(self):
         if self._conn is not None:

@@ -415,20 +415,61 @@ def test_old_option_spellings_still_work_and_say_they_are_deprecated(capsys, blo
     assert "--n-classes" in out and "--sigma-count" in out and "--num-classes" not in out and "--sigma2" not in out
 
 
-def test_a_state_file_created_by_a_concurrent_first_run_is_continued_not_recreated(tmp_path, monkeypatch):
-    """The race behind a failure of the test above (``table meta already exists``): this run checks that the file is
-    absent, another first run creates it and commits its tables, then this run takes the write lock. Under the lock
-    the tables decide: the file is continued, never created again."""
-    import pathlib
+def test_a_state_file_is_never_seen_without_its_tables(tmp_path, monkeypatch):
+    """The race behind failures of the test above: a first run's ``sqlite3.connect`` created an empty file; a second
+    run, taking the write lock first, could not tell it from a truncated state (``exists but holds no dpledger
+    state``). The file is now made with its tables under a temporary name and linked into place: every connection to
+    the path finds the tables, and a second run that loses the creation race continues the winner's file."""
+    import os
+    import sqlite3
+
+    from dpledger import state_file
+    from dpledger.state_file import StateStore
+
+    path = tmp_path / "budgets.db"
+    seen = []
+    real_connect = sqlite3.connect
+
+    def connect(target, *args, **kwargs):
+        if str(target) == str(path):
+            probe = real_connect(f"file:{path}?mode=ro", uri=True)
+            seen.append({r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")})
+            probe.close()
+        return real_connect(target, *args, **kwargs)
+
+    monkeypatch.setattr(state_file.sqlite3, "connect", connect)
+    with StateStore(path) as first:
+        assert first.new
+        first.save({"filter": {"spent": np.zeros(3)}}, "fp", queries=2, spend=0.0, keep_records=False)
+    real_link = os.link
+
+    def lose_the_race(src, dst):  # another run linked its file first
+        raise FileExistsError(dst)
+
+    monkeypatch.setattr(state_file.os, "link", lose_the_race)
+    with StateStore(path) as second:
+        assert not second.new and second.load("fp") is not None
+    monkeypatch.setattr(state_file.os, "link", real_link)
+    assert seen and all(tables == state_file._TABLES for tables in seen)
+    assert [p.name for p in tmp_path.iterdir()] == ["budgets.db"]  # no temporary file left behind
+
+
+def test_a_failed_first_run_leaves_a_new_state_and_an_emptied_log_is_refused(tmp_path):
+    import sqlite3
 
     from dpledger.state_file import StateStore
 
     path = tmp_path / "budgets.db"
-    with StateStore(path) as first:
-        assert first.new
-    real_exists = pathlib.Path.exists
-    monkeypatch.setattr(pathlib.Path, "exists", lambda self: False if self == path else real_exists(self))
-    with StateStore(path) as second:  # saw no file, yet finds the first run's tables
-        assert not second.new
-    monkeypatch.undo()
-    assert path.exists()
+    with pytest.raises(RuntimeError), StateStore(path):
+        raise RuntimeError("the run failed")
+    with StateStore(path) as again:  # the file stays (a waiting run may hold it) and is still a new state
+        assert again.new
+        again.save({"filter": {"spent": np.ones(2)}}, "fp", queries=1, spend=2.0, keep_records=False)
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM meta")
+    conn.execute("DELETE FROM charges")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match="runs were charged to it"):
+        with StateStore(path):
+            pass
