@@ -265,6 +265,24 @@ def _chernoff_grid(cap):
     return np.geomspace(1e-3, min(1e3, cap), 41)
 
 
+def _chernoff_target(lm, log_delta):
+    """``log delta`` for a Chernoff epsilon of ``lm`` that must bound the whole law's epsilon: for a cut law
+    (``lm.left_out > 0``, "Cut laws" in :mod:`accountants.fourier_inversion`) ``log(delta - left_out)``, rounded
+    down (the transform's delta at most ``delta - left_out`` puts the whole law's at most ``delta``); ``-inf`` (no
+    finite Chernoff epsilon) when nothing is left."""
+    left_out = float(getattr(lm, "left_out", 0.0))
+    if not left_out:
+        return log_delta
+    rest = math.exp(log_delta) - left_out
+    return math.log(rest * (1.0 - 1e-15)) if rest > 0.0 else -math.inf
+
+
+def _damping_cap(lm, max_damping):
+    """The damping cap of a direction: the search's, or the law's own where it is larger (a cut law's transform
+    costs the same at any tilt, :meth:`mechanisms.subsampled.PoissonSubsampled.remove_body`)."""
+    return max(float(getattr(lm, "max_damping", 0.0)), max_damping)
+
+
 def _chernoff_objective(lm, log_delta, kappa):
     """``(log M(kappa) + log(kappa^kappa / (1 + kappa)^(1 + kappa)) - log delta) / kappa`` at each damping."""
     log_m = np.real(lm(kappa.astype(np.complex128)))
@@ -282,7 +300,7 @@ def coarse_chernoff_epsilon(lm, log_delta, cap):
     evaluations at real tilts are the enclosures of the subsampled Gaussian), and the full search of the others
     starts from these values (:func:`chernoff_epsilon`).
     """
-    values = _chernoff_objective(lm, log_delta, _chernoff_grid(cap)[::5])
+    values = _chernoff_objective(lm, _chernoff_target(lm, log_delta), _chernoff_grid(cap)[::5])
     return max(float(np.min(np.where(np.isnan(values), np.inf, values))), 0.0), values
 
 
@@ -296,6 +314,8 @@ def chernoff_epsilon(lm, log_delta, cap, coarse_values=None):
     objective at every fifth of them (:func:`coarse_chernoff_epsilon`), only the grid between the coarse best's
     two neighbours is evaluated (eight dampings instead of 41: the objective is unimodal in practice, and were
     it not, every value evaluated is still a valid bound, so only the tightness of the bracket would suffer)."""
+
+    log_delta = _chernoff_target(lm, log_delta)
 
     def objective(orders):
         return _chernoff_objective(lm, log_delta, np.asarray(orders) - 1.0)
@@ -494,15 +514,15 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     the same over the directions done, each direction not done counted as ``[0, its coarse Chernoff epsilon]``
     (an upper bound, :func:`direction_epsilon_bounds`).
     """
-    coarse = [coarse_chernoff_epsilon(lm, log_delta, max_damping) for _, lm, _ in directions]
+    coarse = [coarse_chernoff_epsilon(lm, log_delta, _damping_cap(lm, max_damping)) for _, lm, _ in directions]
     order = sorted(range(len(directions)), key=lambda i: -coarse[i][0])
     floor, parts = 0.0, []
     for n, i in enumerate(order):
         direction, lm, sup = directions[i]
         try:
             bounds, failure = direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol,
-                                                       max_terms=max_terms, max_damping=max_damping, floor=floor,
-                                                       coarse=coarse[i])
+                                                       max_terms=max_terms, max_damping=_damping_cap(lm, max_damping),
+                                                       floor=floor, coarse=coarse[i])
         except NumericalError as exc:  # the directions not searched keep their coarse Chernoff epsilons
             rest = [coarse[j][0] * (1.0 + _CHERNOFF_SLACK) + 1e-12 for j in order[n:]]
             raise _with_proven(exc, [b for b, _ in parts] + [Bounds(0.0, u, u) for u in rest], "epsilon") from None

@@ -90,6 +90,11 @@ _NEGLIGIBLE_LOG_DELTA = -60.0 * np.log(2.0)
 
 #: Smallest delta at which epsilon is searched by Fourier inversion (its tolerances scale with delta).
 SMALLEST_INVERTED_DELTA = 1e-290
+#: Share of ``rtol delta`` that the cut laws of an epsilon query may leave out (:meth:`FourierAccountant._remove_bodies`).
+CUT_SHARE = 64.0
+#: Damping cap of a remove direction made only of cut laws (their transforms cost the same at any tilt).
+CUT_MAX_DAMPING = 1e5
+_EPS64 = float(np.finfo(np.float64).eps)
 
 
 class FourierAccountant:
@@ -221,7 +226,9 @@ class FourierAccountant:
             raise ValueError("`s` of FourierAccountant.log_mgf must be numbers; got nan.")
         return self._log_mgf(arr, direction)
 
-    def _log_mgf(self, s, direction):
+    def _log_mgf(self, s, direction, bodies=None):
+        """``log M(s)`` of the composed loss; ``bodies`` (:meth:`_remove_bodies`, remove direction only): the cut
+        laws that replace those mechanisms (their enclosures' values; at real ``s`` their upper bounds)."""
         s = np.asarray(s, dtype=np.complex128)
         mu2, e_values, counts, others = self._compile()
         # Gaussian and two-point pairs are symmetric: both directions share one M.
@@ -229,27 +236,36 @@ class FourierAccountant:
         if e_values.size:
             total = total + two_point_log_mgf(s, e_values, counts)
         for mechanism, count in others:
-            total = total + count * mechanism.log_mgf(s, direction)
+            body = bodies.get(mechanism) if bodies else None
+            if body is None:
+                total = total + count * mechanism.log_mgf(s, direction)
+            elif not s.imag.any():
+                total = total + count * body.log_mgf_upper(s.real)
+            else:
+                total = total + count * body.log_mgf_enclosure(s)[0]
         return total
 
-    def _log_mgf_upper(self, s, direction):
+    def _log_mgf_upper(self, s, direction, bodies=None):
         """Proven upper bounds on ``log M(s)`` at real ``s`` (:meth:`Mechanism.log_mgf_upper`: cheaper where a
-        mechanism has a cheaper bound than its enclosure)."""
+        mechanism has a cheaper bound than its enclosure; ``bodies`` as in :meth:`_log_mgf`)."""
         mu2, e_values, counts, others = self._compile()
         total = np.real(self._log_mgf(s, direction)) if not others else (
             np.real(privacy_loss.gaussian_log_mgf(s.astype(np.complex128), 1.0)) * mu2 if mu2 else np.zeros(s.shape))
         if others and e_values.size:
             total = total + np.real(two_point_log_mgf(s.astype(np.complex128), e_values, counts))
+        whole = [(m, n) for m, n in others if not (bodies and m in bodies)]
         # every mechanism's bound from one batch (PoissonSubsampled.log_mgf_upper_many: the same bounds), summed in
         # the ledger's order as before
-        values = PoissonSubsampled.log_mgf_upper_many([m for m, _ in others], s, direction)
-        for (_, count), value in zip(others, values):
-            total = total + count * value
+        values = iter(PoissonSubsampled.log_mgf_upper_many([m for m, _ in whole], s, direction))
+        for mechanism, count in others:
+            body = bodies.get(mechanism) if bodies else None
+            total = total + count * (next(values) if body is None else body.log_mgf_upper(s))
         return np.asarray(total, dtype=np.float64)
 
-    def _log_mgf_enclosure(self, s, direction):
+    def _log_mgf_enclosure(self, s, direction, bodies=None):
         """``(log M~, log E)`` of the composed loss, ``|M(s) - M~(s)| <= E(s)`` (closed forms: rounding only, which
-        the inversion bounds); the mechanisms' enclosures combined by :func:`mechanisms._logmath.log_product_error`."""
+        the inversion bounds); the mechanisms' enclosures (``bodies``' where given, as in :meth:`_log_mgf`)
+        combined by :func:`mechanisms._logmath.log_product_error`."""
         s = np.asarray(s, dtype=np.complex128)
         mu2, e_values, counts, others = self._compile()
         total = privacy_loss.gaussian_log_mgf(s, 1.0) * mu2 if mu2 else np.zeros(s.shape, dtype=np.complex128)
@@ -257,22 +273,65 @@ class FourierAccountant:
             total = total + two_point_log_mgf(s, e_values, counts)
         parts = [(1, total, np.full(s.shape, -np.inf))]
         for mechanism, count in others:
-            value, error = mechanism.log_mgf_enclosure(s, direction)
+            body = bodies.get(mechanism) if bodies else None
+            value, error = (mechanism.log_mgf_enclosure(s, direction) if body is None
+                            else body.log_mgf_enclosure(s))
             parts.append((count, value, error))
             total = total + count * value
         return total, _logmath.log_product_error(parts)
 
-    def _direction_log_mgf(self, direction):
+    def _remove_bodies(self, delta):
+        """``{mechanism: cut law}`` for an epsilon query at ``delta``: each mechanism of the ledger that can cut
+        the upper tail of its remove-direction law (:meth:`~mechanisms.base.Mechanism.remove_body`: the
+        Poisson-subsampled Gaussian), cut so that all runs together leave out at most ``rtol delta /
+        CUT_SHARE`` (each run ``1 / runs`` of it); None where there is none, or the ledger is not certified.
+
+        Why: few runs of a small sampling probability have a narrow loss with a lognormal upper tail, whose MGF
+        explodes at the tilts the saddle point asks for; the inversion then needs a small damping and a long
+        period (8,192-32,768 nodes at q = 1e-4, sigma 1-5, 10 steps). Cut, the law's MGF stays small at any tilt,
+        and a few hundred nodes suffice. The composed law's part left out (some run in its tail) has mass at most
+        ``sum_m n_m p_m`` (a union bound); "Cut laws" in :mod:`accountants.fourier_inversion` proves delta stays
+        in ``[delta_body, delta_body + that]``, and ``CUT_SHARE`` keeps it a small part of ``rtol``."""
+        cache = self._derived.setdefault("bodies", {})
+        if delta not in cache:
+            cache[delta] = self._cut_bodies(delta) if self._cf_proven() else None
+        return cache[delta]
+
+    def _cut_bodies(self, delta):
+        """The cut laws of :meth:`_remove_bodies` (None if no mechanism has one)."""
+        others = self._compile()[3]
+        runs = sum(n for _, n in others)  # every run of the rest, cut or not: each share only smaller
+        if not runs:
+            return None
+        log_mass = math.log(self._rtol * delta / CUT_SHARE / runs)
+        bodies = {m: m.remove_body(log_mass) for m, _ in others if getattr(m, "sampling_probability", 1.0) <= 2e-3}
+        return {m: body for m, body in bodies.items() if body is not None} or None
+
+    def _left_out(self, bodies):
+        """Upper bound on the mass the ``bodies`` leave out of the composed law: ``sum_m n_m p_m`` (union bound over
+        the runs), each product and sum rounded up."""
+        total = 0.0
+        for m, n in self._compile()[3]:
+            if m in bodies:
+                term = _logmath.mul_up(float(n), float(np.exp(bodies[m].log_tail_mass)) * (1.0 + 4.0 * _EPS64))
+                total = float(_logmath.add_up(total, term))
+        return total
+
+    def _direction_log_mgf(self, direction, bodies=None):
         """``s -> log M(s)`` of the composed loss for one direction; when :attr:`certified`, it also has an
-        ``enclosure(s)`` method (``(log M~, log E)``, used for the Fourier nodes)."""
-        return _DirectionLaw(self, direction)
+        ``enclosure(s)`` method (``(log M~, log E)``, used for the Fourier nodes). ``bodies``: the remove
+        direction's cut laws (:meth:`_remove_bodies`)."""
+        return _DirectionLaw(self, direction, bodies)
 
-    def _directions(self):
+    def _directions(self, delta=None):
         """``(direction, log MGF, decay bound)`` of the composed loss for both directions (the searches of
-        :mod:`accountants._fourier_search` take the maximum over them)."""
-        return [(d, self._direction_log_mgf(d), self._log_mgf_sup(d)) for d in Direction]
+        :mod:`accountants._fourier_search` take the maximum over them). ``delta``: an epsilon query's, for which
+        the remove direction's law is cut where that helps (:meth:`_remove_bodies`)."""
+        bodies = None if delta is None else self._remove_bodies(delta)
+        return [(d, self._direction_log_mgf(d, bodies if d is Direction.REMOVE else None),
+                 self._log_mgf_sup(d, bodies if d is Direction.REMOVE else None)) for d in Direction]
 
-    def _log_mgf_sup(self, direction):
+    def _log_mgf_sup(self, direction, bodies=None):
         mu2, e_values, counts, others = self._compile()
 
         def sup(kappa, u_min):
@@ -280,7 +339,10 @@ class FourierAccountant:
             total = 0.5 * mu2 * (c * (c + 1.0) - u_min * u_min)  # Gaussian: exact, decreasing in |u|
             if e_values.size:  # two-point losses do not decay: |M(c + iu)| <= M(c)
                 total += float(np.real(two_point_log_mgf(np.array([complex(c)]), e_values, counts)[0]))
-            return float(total + sum(n * m.log_mgf_sup(c, u_min) for m, n in others))
+            for m, n in others:
+                body = bodies.get(m) if bodies else None
+                total += n * (m.log_mgf_sup(c, u_min) if body is None else body.log_mgf_sup(c, u_min))
+            return float(total)
 
         return sup
 
@@ -389,19 +451,19 @@ class FourierAccountant:
             return MAX_DAMPING_CLOSED_FORM
         return MAX_DAMPING
 
-    def _inverted(self, search, *args):
+    def _inverted(self, search, *args, delta=None):
         """``search(directions, *args, **settings)``; for proven enclosures (the subsampled Gaussian), which cost
         little more at large tilts, a failure at the usual damping cap is retried at ``MAX_DAMPING_ENCLOSED``: far
         below the saddle point the terms' rounding can swamp a small delta (long, lightly subsampled ledgers)."""
         settings = self._settings()
         try:
-            return search(self._directions(), *args, **settings)
+            return search(self._directions(delta), *args, **settings)
         except AccuracyError as error:
             if not self.certified or settings["max_damping"] >= MAX_DAMPING_ENCLOSED:
                 raise
             first = error.proven
         try:
-            return search(self._directions(), *args, **{**settings, "max_damping": MAX_DAMPING_ENCLOSED})
+            return search(self._directions(delta), *args, **{**settings, "max_damping": MAX_DAMPING_ENCLOSED})
         except (AccuracyError, NumericalError) as error:
             if first is not None:  # both proven: keep the narrower ends of the two attempts
                 error.proven = first if error.proven is None else _intersect(error.proven, first)
@@ -625,7 +687,8 @@ class FourierAccountant:
                                              max_terms=settings["max_terms"], max_damping=settings["max_damping"])
             return Bounds(lower, upper, upper)
 
-        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta)), bucketed, narrow)
+        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta), delta=delta), bucketed,
+                              narrow)
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it
         return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
 
@@ -767,24 +830,36 @@ class _DirectionLaw:
     """``log M`` of one direction of a ledger as a callable, with its proven enclosure where the ledger is
     certified (what :func:`accountants.fourier_inversion.make_plan` evaluates at the Fourier nodes)."""
 
-    def __init__(self, accountant, direction):
-        self._accountant, self._direction = accountant, direction
+    def __init__(self, accountant, direction, bodies=None):
+        self._accountant, self._direction, self._bodies = accountant, direction, bodies
         if accountant.certified:
-            self.enclosure = functools.partial(accountant._log_mgf_enclosure, direction=direction)
+            self.enclosure = functools.partial(accountant._log_mgf_enclosure, direction=direction, bodies=bodies)
+        if bodies:
+            #: mass of the law left out by the cut laws ("Cut laws", :mod:`accountants.fourier_inversion`)
+            self.left_out = accountant._left_out(bodies)
+            if all(m in bodies for m, _ in accountant._compile()[3]):
+                #: cut laws cost the same at any tilt: the saddle point of a narrow loss is reachable
+                self.max_damping = CUT_MAX_DAMPING
+        others = accountant._compile()[3]
+        if (direction is Direction.ADD and others and accountant.certified
+                and all(m.tilt_free_damping(direction) for m, _ in others)):
+            self.max_damping = CUT_MAX_DAMPING
+        self._key = (direction, None if not bodies else tuple(sorted(b.cut for b in bodies.values())))
 
     def __call__(self, s):
         s = np.asarray(s, dtype=np.complex128)
         if s.size and not s.imag.any():  # real tilts (Chernoff bounds, dampings): proven upper bounds suffice
             # the same grids of tilts recur across plans, directions' retries and queries: kept per ledger state
             cache = self._accountant._derived.setdefault("real_upper", {})
-            key = (self._direction, s.real.tobytes())
+            key = (self._key, s.real.tobytes())
             if key not in cache:
                 if len(cache) >= 256:
                     cache.clear()
-                cache[key] = self._accountant._log_mgf_upper(s.real, self._direction).astype(np.complex128)
+                cache[key] = self._accountant._log_mgf_upper(s.real, self._direction, self._bodies).astype(
+                    np.complex128)
                 cache[key].setflags(write=False)
             return cache[key].reshape(s.shape).copy()
-        return self._accountant._log_mgf(s, self._direction)
+        return self._accountant._log_mgf(s, self._direction, self._bodies)
 
 
 def _real_array(values, name, owner):

@@ -24,6 +24,16 @@ Where delta is large (the Chernoff-optimal damping is near 0, far below the mean
 contour ``Re s = kappa`` in (-1, 0) prices ``1 - delta = E_P[min(1, e^(eps - L))]`` instead (:func:`invert`
 handles both; the aliasing terms then bound the upper end).
 
+**Cut laws.** A law may come with a part left out: ``P = P_body + P_tail`` (both non-negative measures), the
+transform that of the sub-probability measure ``P_body`` only (``log_mgf.left_out`` bounds the mass of
+``P_tail``; :meth:`mechanisms.subsampled.PoissonSubsampled.remove_body` cuts a subsampled Gaussian's heavy upper
+tail, whose MGF explodes at large tilts). Everything above holds for a sub-probability measure (the aliasing terms
+are its integrals of non-negative functions, at most those of a probability measure; the Chernoff bound is a
+pointwise inequality integrated against it), so the inversion brackets ``delta_body(eps) = E_P_body[(1 - e^(eps -
+L))_+]``; and since ``0 <= (1 - e^(eps - L))_+ <= 1``, ``delta_body <= delta <= delta_body + P_tail(everything)``:
+:func:`invert` adds ``left_out`` to the upper end only. The complement contour (``1 - delta``) assumes mass 1 and
+is refused for such laws.
+
 Ledgers of two-point losses only (randomized response, pure DP) do not need any of this: their profile is a
 finite sum, enumerated by :class:`TwoPointLedger` with its float64 rounding bounded.
 """
@@ -103,6 +113,9 @@ class InversionPlan:
     log_sup: float
     #: ``log E`` at the nodes, ``|M - exp(log_m_nodes)| <= E`` (None: closed forms, rounding only)
     log_err_nodes: np.ndarray = None
+    #: Upper bound on the probability mass left out of the transform (a law cut at a high loss, see "Cut laws" in
+    #: the module docstring): delta exceeds the transform's by at most this, and never falls below it.
+    left_out: float = 0.0
 
     @property
     def step(self) -> float:
@@ -202,9 +215,12 @@ def make_plan(
     # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
     # it are proven whatever it is, so it is floored where its logarithm stays finite.
     tolerance = max(float(tolerance), 1e-300)
+    left_out = float(getattr(log_mgf, "left_out", 0.0))
     if kappa is None:
         _, kappa = chernoff_log_delta(lambda k: log_mgf(k.astype(np.complex128)), epsilon, max_damping)
     if kappa < 0:
+        if left_out:  # 1 - delta of a cut law is not the complement of its transform's delta
+            raise ValueError("make_plan: a cut law (left_out > 0) has no complement plan (kappa < 0).")
         return _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kappa)
     # Any damping gives valid bounds; very large ones (light-tailed losses far from their mean) make the
     # tilted integrands extreme and costly, so cap it.
@@ -233,6 +249,7 @@ def make_plan(
         log_m_tail=log_m_tail,
         log_sup=float(log_sup),
         log_err_nodes=log_err_nodes,
+        left_out=left_out,
     )
 
 
@@ -416,7 +433,8 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     log_trunc = plan.log_sup - kappa * epsilon - np.log(np.pi * k_max * step)
     if max(peak, log_a2, log_trunc) > 600.0:
         errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
-        return Bounds(lower=0.0, estimate=min(chernoff, 1.0), upper=min(chernoff, 1.0)), errors
+        upper = _with_left_out(chernoff, plan.left_out)
+        return Bounds(lower=0.0, estimate=upper, upper=upper), errors
     modulus = np.exp(t_re - peak)  # |e^(t - peak)|; its real part times cos(Im t) (InversionPlan.contour_parts)
     total = float(np.sum(weights * (modulus * np.cos(base_im - u * epsilon)))) * np.exp(peak) * step / np.pi
     magnitude = _magnitude(plan, modulus, epsilon) * np.exp(peak)
@@ -425,11 +443,19 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     truncation = float(np.exp(log_trunc))
     a1 = np.exp(-kappa * plan.period) / -np.expm1(-kappa * plan.period)
     aliasing = float(a1 + np.exp(log_a2))
-    upper = min(total + truncation + rounding, chernoff, 1.0)
+    upper = _with_left_out(min(total + truncation + rounding, chernoff), plan.left_out)
     lower = max(total - aliasing - truncation - rounding, 0.0)
     estimate = min(max(total, lower), upper)
     errors = {"aliasing": aliasing, "truncation": truncation, "rounding": rounding, "nodes": k_max + 1}
     return Bounds(lower=lower, estimate=estimate, upper=upper), errors
+
+
+def _with_left_out(upper, left_out):
+    """``min(upper + left_out, 1)``, the addition rounded up: a cut law's delta exceeds its transform's by at most
+    the mass left out ("Cut laws" in the module docstring)."""
+    if left_out:
+        upper = (upper + left_out) * (1.0 + 2.0 * _EPS)
+    return min(upper, 1.0)
 
 
 #: Largest number of composed outcomes enumerated exactly for ledgers of two-point losses.

@@ -330,6 +330,21 @@ class Mechanism(abc.ABC):
         ``epsilon >= 0``; mechanisms with :attr:`has_exact_profile` implement it."""
         raise MissingCapabilityError(f"{type(self).__name__} has no exact privacy profile.")
 
+    def tilt_free_damping(self, direction: Direction) -> bool:
+        """Whether this mechanism's log MGF in ``direction`` costs about the same at any real tilt, so that the
+        Fourier accountant may search dampings far above its usual cap (default False). The Poisson-subsampled
+        Gaussian's add direction overrides it: its loss is bounded above by ``log(1 / (1 - q))``."""
+        return False
+
+    def remove_body(self, log_mass: float):
+        """The remove direction's law with its upper tail cut away, the part cut away of mass at most
+        ``e^log_mass`` (an object with ``log_tail_mass``, ``log_mgf_enclosure``, ``log_mgf_upper`` and
+        ``log_mgf_sup``; the Fourier accountant inverts the rest, "Cut laws" in
+        :mod:`accountants.fourier_inversion`); None (the default) where the mechanism has none. The
+        Poisson-subsampled Gaussian overrides it: its loss's lognormal upper tail makes its MGF explode at the
+        large tilts that few runs of a small sampling probability need."""
+        return None
+
     def log_mgf_sup(self, real_part: float, u_min: float) -> float:
         """An upper bound on ``sup_{|u| >= u_min} Re log M(real_part + i u)`` (remove direction's ``M``).
 

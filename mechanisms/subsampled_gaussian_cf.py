@@ -204,10 +204,21 @@ def _log_phi_max(lo, hi):
     return -0.5 * nearest * nearest - _LOG_SQRT_2PI
 
 
-def _range(a, mu, width):
+def _left_reach(a, g):
+    """For ``a < 0``: a point ``x0 <= 0`` left of which ``phi B^a`` integrates to at most ``e^-60``, so the range need
+    not reach ``a mu`` (where ``B^a`` would stop growing only for ``g`` near 1): there ``B^a <= (1 - g)^a``, so
+    ``int_-inf^x0 phi B^a <= (1 - g)^a Phi(x0) <= e^(|a| |log(1 - g)| - x0^2 / 2) <= e^-60`` at ``x0 = -sqrt(2 (60
+    + |a| |log(1 - g)|))`` (Mills: ``Phi(x0) <= e^(-x0^2 / 2)``), against ``F(a) >= 1`` (Jensen: ``t^a`` is convex
+    and ``E[B(X)] = 1``). Only the range moves: the left-tail bound of :func:`_log_tails` holds at any ``X_lo`` and
+    is carried as before. The add direction's transform (``a = -s``) then costs about the same at any tilt."""
+    return -np.sqrt(2.0 * (60.0 + abs(a) * -np.log1p(-g)))
+
+
+def _range(a, mu, width, g=None):
     if a >= 0:
         return -width, a * mu + width
-    return a * mu - width, width
+    lo = a * mu if g is None else max(a * mu, float(_left_reach(a, g)))
+    return lo - width, width
 
 
 def _log_tails(a, g, mu, lo, hi):
@@ -225,7 +236,7 @@ def _slack(value):
 @functools.lru_cache(maxsize=1024)
 def _reference(a, g, mu, width):
     """``(lo, hi, log F(a) estimate)``: the integration range and a rough size (only used to set targets)."""
-    lo, hi = _range(a, mu, width)
+    lo, hi = _range(a, mu, width, g)
     if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
         raise NumericalError(
             f"the subsampled Gaussian's characteristic function at tilt {a:.4g} spans {hi - lo:.3g} standard "
@@ -497,7 +508,7 @@ def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0)
     if a.size < 4:
         pairs = [_log_f_real(float(x), g, mu, width) for x in a]
         return np.array([p[0] for p in pairs], dtype=np.complex128), np.array([p[1] for p in pairs])
-    lo = float(min(np.min(a) * mu, 0.0) - width)
+    lo = float(min(max(np.min(a) * mu, float(_left_reach(np.min(a), g))), 0.0) - width)
     hi = float(max(np.max(a) * mu, 0.0) + width)
     if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
         _reference(float(a[np.argmax(np.abs(a))]), g, mu, width)  # raises the usual NumericalError

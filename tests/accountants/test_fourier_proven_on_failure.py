@@ -38,11 +38,35 @@ def _ledger(steps):
     return FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(0.6), 1e-4), steps)
 
 
+def _whole_law(acc):
+    """The ledger without cut laws (``FourierAccountant._remove_bodies`` finds none): the whole remove-direction law
+    is inverted, whose search fails on these cells; the cut law answers them outright
+    (:func:`test_the_cut_law_answers_these_cells_within_rtol`)."""
+    acc._remove_bodies = lambda delta: None
+    return acc
+
+
 @pytest.fixture(scope="module", params=sorted(PLD_FINE))
 def cell(request):
     steps = request.param
-    acc = _ledger(steps)
+    acc = _whole_law(_ledger(steps))
     return steps, acc, acc.epsilon_bounds(DELTA), acc._buckets().epsilon_bounds(DELTA)
+
+
+@pytest.mark.parametrize("steps", sorted(PLD_FINE))
+def test_the_cut_law_answers_these_cells_within_rtol(steps, cell):
+    """With the remove direction's upper tail cut (``Mechanism.remove_body``) the inversion meets rtol on both
+    cells; its interval lies inside the buckets' and meets the combined interval of the whole law's failed search."""
+    acc = _ledger(steps)
+    bounds = acc.epsilon_bounds(DELTA)
+    assert acc._derived["path"] == "inversion"
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
+    optimistic, pessimistic = PLD_FINE[steps]
+    assert bounds.lower <= pessimistic and bounds.upper >= optimistic
+    if cell[0] == steps:
+        _, _, combined, (b_lower, b_upper) = cell
+        assert b_lower <= bounds.lower and bounds.upper <= b_upper
+        assert max(bounds.lower, combined.lower) <= min(bounds.upper, combined.upper)
 
 
 def test_the_combined_interval_is_strictly_narrower_than_the_buckets_and_meets_the_reference(cell):
@@ -81,7 +105,7 @@ def test_the_error_of_the_long_ledger_carries_proven_bounds():
 
 
 def test_the_short_ledger_work_limit_error_carries_its_chernoff_bounds():
-    acc = _ledger(100)
+    acc = _whole_law(_ledger(100))
     with pytest.raises(NumericalError) as info:
         acc._inverted(search.max_epsilon_bounds, math.log(DELTA))
     proven = info.value.proven

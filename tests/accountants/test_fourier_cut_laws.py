@@ -1,0 +1,162 @@
+"""Cut laws in the Fourier accountant: the remove direction of a Poisson-subsampled Gaussian with its upper tail cut
+(``Mechanism.remove_body``), inverted as a sub-probability law whose left-out mass joins the upper end only
+("Cut laws" in :mod:`accountants.fourier_inversion`).
+
+The references are independent proven intervals of the same ledgers: the whole (uncut) law's inversion, which the
+accountant used before cutting, and the privacy buckets.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpledger.accountants import FourierAccountant
+from dpledger.accountants import _fourier_search as search
+from dpledger.accountants import fourier_inversion
+from dpledger.accountants.fourier_accountant import CUT_SHARE
+from dpledger.accountants.fourier_inversion import invert, make_plan
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.mechanisms.relations import Direction
+
+DELTA = 1e-5
+
+
+def _ledger(q, sigma, steps):
+    return FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), count=steps)
+
+
+def _uncut(accountant, delta):
+    """The same ledger's epsilon interval from the whole law (no cut): the accountant's path before cut laws."""
+    accountant._derived.setdefault("bodies", {})[delta] = None
+    try:
+        return accountant.epsilon_bounds(delta)
+    finally:
+        accountant._derived.pop("bodies", None)
+
+
+class _Law:
+    """A closed-form law (Gaussian loss, mu = 1) with a left-out mass, as a direction law."""
+
+    def __init__(self, left_out):
+        self.left_out = left_out
+
+    def __call__(self, s):
+        s = np.asarray(s, dtype=np.complex128)
+        return 0.5 * s * (s + 1.0)
+
+
+def _sup(kappa, u_min):
+    return 0.5 * (kappa * (kappa + 1.0) - u_min * u_min)
+
+
+def test_left_out_mass_joins_the_upper_end_only():
+    plan = make_plan(_Law(0.0), _sup, 1.0, 1e-12, kappa=1.5)
+    cut = dataclasses.replace(plan, left_out=3e-4)
+    whole, _ = invert(plan, 1.0)
+    part, _ = invert(cut, 1.0)
+    assert part.lower == whole.lower
+    assert part.estimate == whole.estimate
+    assert part.upper >= whole.upper + 3e-4
+    assert part.upper <= (whole.upper + 3e-4) * (1 + 1e-15)
+    assert invert(dataclasses.replace(plan, left_out=2.0), 1.0)[0].upper == 1.0
+
+
+def test_make_plan_carries_the_laws_left_out_mass_and_refuses_the_complement_contour():
+    assert make_plan(_Law(2e-9), _sup, 1.0, 1e-12, kappa=1.5).left_out == 2e-9
+    assert make_plan(_Law(0.0), _sup, 1.0, 1e-6, kappa=-0.5).kappa == -0.5
+    with pytest.raises(ValueError, match="cut law"):
+        make_plan(_Law(2e-9), _sup, 1.0, 1e-6, kappa=-0.5)
+
+
+def test_chernoff_epsilon_of_a_cut_law_bounds_the_whole_law():
+    """Its target is delta - left_out: the Chernoff bound of the part at that target plus the mass left out is
+    delta; nothing left (left_out >= delta) gives no finite epsilon."""
+    log_delta = math.log(DELTA)
+    whole, _ = search.chernoff_epsilon(_Law(0.0), log_delta, 1e3)
+    part, _ = search.chernoff_epsilon(_Law(DELTA / 2), log_delta, 1e3)
+    at_half, _ = search.chernoff_epsilon(_Law(0.0), math.log(DELTA / 2), 1e3)
+    assert part > whole
+    assert part == pytest.approx(at_half, rel=1e-9)
+    assert search.coarse_chernoff_epsilon(_Law(DELTA), log_delta, 1e3)[0] == math.inf
+
+
+@pytest.mark.parametrize(("q", "sigma", "steps"), [(1e-4, 2.0, 10), (1e-3, 5.0, 10), (1e-4, 1.0, 10),
+                                                    (1e-3, 1.0, 100), (0.01, 1.1, 1000)])
+def test_cut_and_whole_law_intervals_agree(q, sigma, steps):
+    """Both are proven: they must intersect, and the cut one meets rtol."""
+    accountant = _ledger(q, sigma, steps)
+    cut = accountant.epsilon_bounds(DELTA)
+    whole = _uncut(accountant, DELTA)
+    assert max(cut.lower, whole.lower) <= min(cut.upper, whole.upper)
+    assert cut.upper - cut.lower <= 1e-6 * cut.upper
+    assert accountant.bound_kind.value == "upper bound"
+
+
+def test_narrow_ledger_is_answered_through_the_cut_law(monkeypatch):
+    """q = 1e-4, sigma = 2, 10 steps: the remove direction's plans carry the left-out mass (at most rtol delta /
+    CUT_SHARE) and reach dampings far above the uncut law's cap (64), where few nodes suffice."""
+    plans = []
+    original = search.make_plan
+
+    def spy(*args, **kwargs):
+        plan = original(*args, **kwargs)
+        plans.append(plan)
+        return plan
+
+    monkeypatch.setattr(search, "make_plan", spy)
+    accountant = _ledger(1e-4, 2.0, 10)
+    accountant.epsilon_bounds(DELTA)
+    cut = [p for p in plans if p.left_out > 0]
+    assert cut, "the remove direction was not cut"
+    assert all(0 < p.left_out <= 1e-6 * DELTA / CUT_SHARE for p in cut)
+    assert max(p.kappa for p in cut) > fourier_inversion.MAX_DAMPING_ENCLOSED
+    assert max(p.terms for p in plans) <= 1024
+
+
+def test_left_out_mass_covers_every_run():
+    """The union bound over runs: sum of count x tail mass of each cut mechanism, within the share of rtol delta."""
+    first = PoissonSubsampled(GaussianMechanism(2.0), 1e-4)
+    second = PoissonSubsampled(GaussianMechanism(3.0), 1e-3)
+    accountant = FourierAccountant().compose(first, 7).compose(second, 5).compose(RandomizedResponse(p=0.6), 3)
+    bodies = accountant._remove_bodies(DELTA)
+    assert set(bodies) == {first, second}
+    left_out = accountant._left_out(bodies)
+    expected = 7 * math.exp(bodies[first].log_tail_mass) + 5 * math.exp(bodies[second].log_tail_mass)
+    assert expected <= left_out <= expected * (1 + 1e-12)
+    assert left_out <= 1e-6 * DELTA / CUT_SHARE
+    law = accountant._directions(DELTA)[0][1]
+    assert law.left_out == left_out
+    assert accountant._directions(DELTA)[1][1].__dict__.get("left_out") is None  # the add direction is whole
+
+
+def test_mixed_ledger_cut_interval_agrees_with_whole_law():
+    accountant = (FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(2.0), 1e-3), 20)
+                  .compose(GaussianMechanism(30.0), 3).compose(RandomizedResponse(p=0.55), 2))
+    cut = accountant.epsilon_bounds(DELTA)
+    whole = _uncut(accountant, DELTA)
+    assert max(cut.lower, whole.lower) <= min(cut.upper, whole.upper)
+    assert cut.upper - cut.lower <= 1e-6 * cut.upper
+
+
+def test_the_other_queries_use_the_whole_law():
+    """delta(epsilon) has no target delta to size the cut: both directions stay whole."""
+    accountant = _ledger(1e-3, 2.0, 10)
+    assert all(getattr(law, "left_out", 0.0) == 0.0 for _, law, _ in accountant._directions())
+    eps = accountant.epsilon_bounds(DELTA).upper
+    assert accountant.delta_bounds(eps).lower <= DELTA
+
+
+@settings(max_examples=8, deadline=None)
+@given(q=st.sampled_from([1e-4, 3e-4, 1e-3, 3e-3]), sigma=st.floats(1.0, 6.0), steps=st.integers(2, 60),
+       delta=st.sampled_from([1e-4, 1e-5, 1e-7]))
+def test_cut_intervals_intersect_the_buckets(q, sigma, steps, delta):
+    """Against the privacy buckets (a different proven method, with its own discretisation)."""
+    accountant = _ledger(q, sigma, steps)
+    cut = accountant.epsilon_bounds(delta)
+    lower, upper = accountant._buckets().epsilon_bounds(delta)
+    assert max(cut.lower, lower) <= min(cut.upper, upper)
+    assert cut.upper - cut.lower <= 1e-6 * cut.upper
