@@ -90,7 +90,7 @@ _NEGLIGIBLE_LOG_DELTA = -60.0 * np.log(2.0)
 
 #: Smallest delta at which epsilon is searched by Fourier inversion (its tolerances scale with delta).
 SMALLEST_INVERTED_DELTA = 1e-290
-#: Share of ``rtol delta`` that the cut laws of an epsilon query may leave out (:meth:`FourierAccountant._remove_bodies`).
+#: Share of ``rtol delta`` the cut laws of an epsilon query may leave out (:meth:`FourierAccountant._remove_bodies`).
 CUT_SHARE = 64.0
 #: Damping cap of a remove direction made only of cut laws (their transforms cost the same at any tilt).
 CUT_MAX_DAMPING = 1e5

@@ -14,13 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpledger.accountants import FourierAccountant
+from dpledger.accountants import FourierAccountant, fourier_inversion
 from dpledger.accountants import _fourier_search as search
-from dpledger.accountants import fourier_inversion
 from dpledger.accountants.fourier_accountant import CUT_SHARE
 from dpledger.accountants.fourier_inversion import invert, make_plan
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
-from dpledger.mechanisms.relations import Direction
 
 DELTA = 1e-5
 
