@@ -556,8 +556,10 @@ class FourierAccountant:
         next point is chosen (:func:`_bracket_crossing`) does not affect the proof."""
         upper_lo, upper = _bracket_crossing(lambda e: self._one_run_delta(core, e).upper, delta)
         upper = min(upper, self.pure_epsilon())
-        lower = _bracket_crossing(lambda e: self._one_run_delta(core, e).lower, delta,
-                                  start=upper if math.isfinite(upper) and upper > 0.0 else 1.0)[0]
+        start = upper if math.isfinite(upper) and upper > 0.0 else 1.0
+        # the two curves are within rounding of each other: the lower crossing lies just under the upper one
+        lower = _bracket_crossing(lambda e: self._one_run_delta(core, e).lower, delta, start=start,
+                                  below=start * (1.0 - 1e-9))[0]
         return Bounds(min(lower, upper), upper, upper)
 
     def _core_delta_bounds(self, epsilon):
@@ -781,19 +783,28 @@ def _intersect(a, b):
     return Bounds(lower, min(max(a.estimate, lower), upper), upper)
 
 
-def _bracket_crossing(evaluate, delta, start=1.0):
+def _bracket_crossing(evaluate, delta, start=1.0, below=None):
     """``(lo, hi)`` with ``evaluate(lo) > delta >= evaluate(hi)`` (``lo = hi = 0`` if ``evaluate(0) <= delta``;
-    ``hi = inf`` if no finite point meets it), ``hi - lo <= 1e-15 hi``, for a non-increasing ``evaluate``.
+    ``hi = inf`` if no finite point meets it), ``hi - lo <= 1e-13 hi``, for a non-increasing ``evaluate``.
 
     Secant steps on ``log evaluate - log delta`` (nearly linear near the crossing), overshooting after two
     steps on one side, and a bisection after two steps that each shrank the bracket by less than half: a dozen
-    evaluations where bisection from ``[0, 1]`` took about fifty."""
-    f0 = evaluate(0.0)
-    if f0 <= delta:
-        return 0.0, 0.0
-    lo, f_lo = 0.0, f0
-    hi = float(start)
-    f_hi = evaluate(hi)
+    evaluations where bisection from ``[0, 1]`` took about fifty. ``below``, a point under ``start`` where the
+    crossing probably lies between them (the lower curve's, just under the upper curve's crossing): tried first,
+    as the bracket's lower end when ``evaluate`` exceeds ``delta`` there (a few evaluations instead of a dozen)."""
+    lo = None
+    if below is not None and 0.0 < below < start:
+        f_below = evaluate(below)
+        if f_below > delta:
+            lo, f_lo, hi = below, f_below, float(start)
+            f_hi = evaluate(hi)
+    if lo is None:
+        f0 = evaluate(0.0)
+        if f0 <= delta:
+            return 0.0, 0.0
+        lo, f_lo = 0.0, f0
+        hi = float(start)
+        f_hi = evaluate(hi)
     while f_hi > delta:
         lo, f_lo, hi = hi, f_hi, hi * 2.0
         if hi > 1e300:
@@ -805,7 +816,7 @@ def _bracket_crossing(evaluate, delta, start=1.0):
         return math.log(max(value, 1e-300)) - log_delta
 
     g_lo, g_hi, kept, slow = gap(f_lo), gap(f_hi), 0, 0
-    while hi - lo > 1e-15 * hi:
+    while hi - lo > 1e-13 * hi:
         width = hi - lo
         x = hi - g_hi * width / (g_hi - g_lo) if g_hi != g_lo and math.isfinite(g_hi - g_lo) else 0.5 * (lo + hi)
         # after two steps on one side, overshoot by the last correction so that the next lands on the other side
