@@ -51,6 +51,24 @@ is analytic in between and vanishes at both ends): ``|F(a + iv)| <= e^(b^2/2) co
 B(x)^a e^(-|v| theta(x, b)) dx``, which decreases in ``|v|``, so its value at ``V`` bounds the supremum over
 ``|v| >= V``. The integral is bounded above on cells (each factor at its largest on the cell; ``theta`` increases)
 plus the tails above, and minimised over a few ``b``.
+
+**Cut.** With a finite ``cut = c`` every function here encloses the body ``F_b(z) = int_(-inf)^c phi(x) B(x)^z dx``
+instead (``c = inf``: ``F`` itself, by the very same code path; :mod:`mechanisms.subsampled_body` states what the
+body is). Enclosure: the same proof on ``[X_lo, X_hi]`` with ``X_hi`` lowered to ``min(X_hi, c)`` (and ``X_lo`` to
+``min(X_lo, c - width)``): the rough size that sets the targets, the zones, the pruning and the work check all use
+that range; the left tail is as above; the right tail is dropped when ``X_hi = c`` (the body has no mass beyond
+``c``) and kept when ``X_hi < c`` (``int_(X_hi)^c <= int_(X_hi)^inf``). So the range stops growing with the tilt
+at the cut: at ``a = 1 + 1e4`` it is ``[-14, c]``. Decay: for ``v > 0`` and ``0 < mu b < pi``, Cauchy's theorem on
+the rectangle ``-R, c, c + ib, -R + ib`` (``f`` analytic on it; its left side vanishes as ``R -> inf``) gives
+``int_(-inf)^c f(x) dx = int_(-inf)^c f(x + ib) dx - i int_0^b f(c + iy) dy``, so ``|F_b(a + iv)|`` is at most the
+shifted bound above over ``x <= c`` plus ``int_0^b |f(c + iy)| dy``, where by (*), with ``|B^(iv)| = e^(-v arg B)
+= e^(-v theta)`` on this side, ``|f(c + iy)| <= phi(c) e^(y^2/2) B(c)^a cos(mu y/2)^min(a,0) e^(-v theta(c, y))``.
+That side is bounded on cells of ``[0, b]`` (:func:`_log_side`), decreases in ``v`` as the rest does, and is
+added before the minimum over ``b``. It decays only like ``1/v``: the body's density jumps at ``c``, and indeed
+``|F_b(a + iv)| ~ phi(c) B(c)^a / (v r'(c))`` for large ``v`` (``theta(c, y) ~ r'(c) y`` near 0). The shortcut
+that skips the bound at ``v = 0`` uses ``log F(a) >= 0`` outside ``(0, 1)``, false for the body; there a proven
+lower bound on ``log F_b(a)`` (a lower sum on the same cells, :func:`_log_lower_sum`) takes the place of 0. The
+tail's mass ``p = int_c^inf phi B`` has the closed form of :func:`log_tail_mass`.
 """
 
 from __future__ import annotations
