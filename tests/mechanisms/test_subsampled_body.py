@@ -26,9 +26,10 @@ def _log_abs_integrand(x, a, g, mu):
 
 
 def _oracle(z, g, mu, cut):
-    """``F_b(z)`` by mpmath's tanh-sinh quadrature (of the integrand scaled to a largest modulus ~1) on the stretch where ``|f|`` is within ``e^-110`` of its largest
-    value (found on a float grid, refined geometrically towards the top end where a large tilt piles the mass up),
-    cut into pieces over which ``log |f|`` moves by at most ~2 and the phase ``Im(z) r(x)`` by at most ~2 radians."""
+    """``F_b(z)`` by mpmath's tanh-sinh quadrature of the integrand scaled to a largest modulus ~1, on the stretch
+    where ``|f|`` is within ``e^-110`` of its largest value (found on a float grid, refined geometrically towards
+    the top end where a large tilt piles the mass up), cut into pieces over which ``log |f|`` moves by at most ~2
+    and the phase ``Im(z) r(x)`` by at most ~2 radians."""
     a, v = float(mp.re(z)), float(abs(mp.im(z)))
     top = cut if math.isfinite(cut) else max(a * mu, 0.0) + 40.0
     bottom = min(a * mu, 0.0, top) - 40.0
