@@ -570,7 +570,7 @@ def _log_side(a, v, g, mu, cut, b):
     (the first two factors increase in ``y``; ``theta(cut, .)`` rises then falls on ``[0, pi/mu)``, its ``y``-
     derivative having the sign of ``t + c cos(mu y)``, ``t = g w(cut)``, ``c = 1 - g``, so its minimum on a cell
     is at an end), every log raised by its rounding."""
-    steps = np.concatenate(([0.0], np.geomspace(1e-6, 1.0, 96)))
+    steps = np.concatenate(([0.0], np.geomspace(1e-12, 1.0, 192)))
     y = b[:, None] * steps[None, :]  # (B, n): the last column is b itself (geomspace ends exactly at 1)
     y0, y1 = y[:, :-1], y[:, 1:]
     theta = np.minimum(_theta(cut, y0, g, mu), _theta(cut, y1, g, mu)) * (1.0 - 1e-12)
