@@ -299,9 +299,22 @@ def coarse_chernoff_epsilon(lm, log_delta, cap):
     unable to decide the maximum (a DP-SGD ledger's add direction) costs no full Chernoff search (whose log MGF
     evaluations at real tilts are the enclosures of the subsampled Gaussian), and the full search of the others
     starts from these values (:func:`chernoff_epsilon`).
+
+    Where the best of the nine is the largest and the cap lies beyond the grid (cut laws, the add direction of
+    subsampled Gaussians: their saddle points sit at dampings in the thousands), the same spacing continues up to
+    the cap in one more batch, whose values only lower ``epsilon``.
     """
-    values = _chernoff_objective(lm, _chernoff_target(lm, log_delta), _chernoff_grid(cap)[::5])
-    return max(float(np.min(np.where(np.isnan(values), np.inf, values))), 0.0), values
+    target = _chernoff_target(lm, log_delta)
+    kappa = _chernoff_grid(cap)[::5]
+    values = _chernoff_objective(lm, target, kappa)
+    best = float(np.min(np.where(np.isnan(values), np.inf, values)))
+    if np.isfinite(best) and values[-1] == best and cap > kappa[-1]:
+        ratio = kappa[-1] / kappa[-2]
+        more = np.minimum(kappa[-1] * ratio ** np.arange(1, 1 + int(np.ceil(np.log(cap / kappa[-1]) / np.log(ratio)))),
+                          cap)
+        extra = _chernoff_objective(lm, target, np.unique(more))
+        best = min(best, float(np.min(np.where(np.isnan(extra), np.inf, extra))))
+    return max(best, 0.0), values
 
 
 def chernoff_epsilon(lm, log_delta, cap, coarse_values=None):

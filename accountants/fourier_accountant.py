@@ -304,7 +304,7 @@ class FourierAccountant:
         if not runs:
             return None
         log_mass = math.log(self._rtol * delta / CUT_SHARE / runs)
-        bodies = {m: m.remove_body(log_mass) for m, _ in others if getattr(m, "sampling_probability", 1.0) <= 2e-3}
+        bodies = {m: m.remove_body(log_mass) for m, _ in others}
         return {m: body for m, body in bodies.items() if body is not None} or None
 
     def _left_out(self, bodies):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import fractions
 import functools
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -42,6 +43,12 @@ def analytic_gaussian_delta_bounds(mu: float, epsilon: float) -> tuple[float, fl
     lower = float(np.exp(la - err_a) * -np.expm1(min(z + z_err, 0.0)))
     lower = float(np.nextafter(np.nextafter(lower * (1.0 - 16.0 * _U), 0.0), 0.0))
     return max(lower, 0.0), min(max(upper, 5e-324), 1.0)
+
+
+def _cut_keyword(cut):
+    """``cut`` as the keyword of :mod:`mechanisms.subsampled_gaussian_cf`'s functions, left out for the full law
+    (``cut = inf``, their default): the full law's calls stay exactly as they were."""
+    return {} if cut == math.inf else {"cut": cut}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -154,22 +161,28 @@ class GaussianMechanism(Mechanism):
             1.0 / self.noise_multiplier, sampling_probability, edges, direction is Direction.REMOVE)
 
     def subsampled_log_f_enclosure(
-        self, a: float, v: ArrayLike, sampling_probability: float
+        self, a: float, v: ArrayLike, sampling_probability: float, *, cut: float = math.inf
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Proven enclosure of the subsampled pair's ``F(a + iv)``
-        (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""
-        return subsampled_gaussian_cf.log_f_enclosure(a, v, sampling_probability, 1.0 / self.noise_multiplier)
+        """Proven enclosure of the subsampled pair's ``F(a + iv)``, or with a finite ``cut`` of its body ``F_b(a +
+        iv) = E[B(X)^(a + iv); X <= cut]`` (:func:`mechanisms.subsampled_gaussian_cf.log_f_enclosure`)."""
+        return subsampled_gaussian_cf.log_f_enclosure(
+            a, v, sampling_probability, 1.0 / self.noise_multiplier, **_cut_keyword(cut))
 
     def subsampled_log_f_real_enclosure(
-        self, a: ArrayLike, sampling_probability: float
+        self, a: ArrayLike, sampling_probability: float, *, cut: float = math.inf
     ) -> tuple[np.ndarray, np.ndarray]:
         """The same at many real ``a`` on one shared layout
         (:func:`mechanisms.subsampled_gaussian_cf.log_f_real_enclosure`)."""
-        return subsampled_gaussian_cf.log_f_real_enclosure(a, sampling_probability, 1.0 / self.noise_multiplier)
+        return subsampled_gaussian_cf.log_f_real_enclosure(
+            a, sampling_probability, 1.0 / self.noise_multiplier, **_cut_keyword(cut))
 
-    def subsampled_log_f_sup(self, a: float, v_min: float, sampling_probability: float) -> float:
-        """Proven decay bound (:func:`mechanisms.subsampled_gaussian_cf.log_f_sup`)."""
-        return subsampled_gaussian_cf.log_f_sup(a, v_min, sampling_probability, 1.0 / self.noise_multiplier)
+    def subsampled_log_f_sup(
+        self, a: float, v_min: float, sampling_probability: float, *, cut: float = math.inf
+    ) -> float:
+        """Proven decay bound, of ``F`` or (finite ``cut``) of ``F_b``
+        (:func:`mechanisms.subsampled_gaussian_cf.log_f_sup`)."""
+        return subsampled_gaussian_cf.log_f_sup(
+            a, v_min, sampling_probability, 1.0 / self.noise_multiplier, **_cut_keyword(cut))
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         return privacy_loss.gaussian_output_quadrature(1.0 / self.noise_multiplier, max_frequency, tilt, gamma)

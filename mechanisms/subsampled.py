@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import fractions
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,6 +14,9 @@ from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss,
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.relations import Direction
+
+if TYPE_CHECKING:
+    from dpledger.mechanisms.subsampled_body import RemoveBody
 
 __all__ = ["PoissonSubsampled"]
 
@@ -443,6 +447,30 @@ class PoissonSubsampled(Mechanism):
         if q != 0.0 and self.mechanism.has_subsampled_enclosure:
             return self._enclosure(s)
         return Mechanism._log_mgf_enclosure(self, s)
+
+    def remove_body(self, log_mass: float) -> RemoveBody | None:
+        """The body of the remove-direction law whose tail has mass at most ``e^log_mass``
+        (:class:`~mechanisms.subsampled_body.RemoveBody`, cut by
+        :func:`~mechanisms.subsampled_gaussian_cf.cut_for_tail_mass`); ``None`` where there is no proven
+        enclosure to cut (a base other than the Gaussian, ``sampling_probability`` 0 or 1) and where cutting does
+        not pay (``sampling_probability`` above :data:`~mechanisms.subsampled_body.CUT_MAX_SAMPLING`).
+
+        The law-level facts (module docstring of :mod:`mechanisms.subsampled_body`): the body is the loss
+        restricted to ``L <= r(cut)``; ``M_b(0) = 1 - p``; ``M_b(s) <= M(s)`` at real ``s``; after ``k`` runs
+        ``delta_b(eps) <= delta(eps) <= delta_b(eps) + 1 - (1 - p)^k``. ``log_mass = -inf`` gives the whole law
+        (``cut = inf``).
+        """
+        from dpledger.mechanisms import subsampled_body, subsampled_gaussian_cf
+
+        log_mass = _validate.real(log_mass, "log_mass", "PoissonSubsampled.remove_body", allow_inf=True)
+        if not log_mass < 0.0:
+            raise ValueError(f"`log_mass` of PoissonSubsampled.remove_body must be below 0; got {log_mass}.")
+        q, noise = self.sampling_probability, self.mechanism.gaussian_loss_noise_multiplier()
+        if (q in (0.0, 1.0) or not self.mechanism.has_subsampled_enclosure or noise is None
+                or q > subsampled_body.CUT_MAX_SAMPLING):
+            return None
+        cut = subsampled_gaussian_cf.cut_for_tail_mass(q, 1.0 / noise, log_mass)
+        return subsampled_body.RemoveBody(self, cut)
 
     def log_mgf_sup(self, real_part: float, u_min: float) -> float:
         """A proven bound for a Gaussian base (:meth:`GaussianMechanism.subsampled_log_f_sup`) and for two-point

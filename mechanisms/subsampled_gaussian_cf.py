@@ -51,20 +51,40 @@ is analytic in between and vanishes at both ends): ``|F(a + iv)| <= e^(b^2/2) co
 B(x)^a e^(-|v| theta(x, b)) dx``, which decreases in ``|v|``, so its value at ``V`` bounds the supremum over
 ``|v| >= V``. The integral is bounded above on cells (each factor at its largest on the cell; ``theta`` increases)
 plus the tails above, and minimised over a few ``b``.
+
+**Cut.** With a finite ``cut = c`` every function here encloses the body ``F_b(z) = int_(-inf)^c phi(x) B(x)^z dx``
+instead (``c = inf``: ``F`` itself, by the very same code path; :mod:`mechanisms.subsampled_body` states what the
+body is). Enclosure: the same proof on ``[X_lo, X_hi]`` with ``X_hi`` lowered to ``min(X_hi, c)`` (and ``X_lo`` to
+``min(X_lo, c - width)``): the rough size that sets the targets, the zones, the pruning and the work check all use
+that range; the left tail is as above; the right tail is dropped when ``X_hi = c`` (the body has no mass beyond
+``c``) and kept when ``X_hi < c`` (``int_(X_hi)^c <= int_(X_hi)^inf``). So the range stops growing with the tilt
+at the cut: at ``a = 1 + 1e4`` it is ``[-14, c]``. Decay: for ``v > 0`` and ``0 < mu b < pi``, Cauchy's theorem on
+the rectangle ``-R, c, c + ib, -R + ib`` (``f`` analytic on it; its left side vanishes as ``R -> inf``) gives
+``int_(-inf)^c f(x) dx = int_(-inf)^c f(x + ib) dx - i int_0^b f(c + iy) dy``, so ``|F_b(a + iv)|`` is at most the
+shifted bound above over ``x <= c`` plus ``int_0^b |f(c + iy)| dy``, where by (*), with ``|B^(iv)| = e^(-v arg B)
+= e^(-v theta)`` on this side, ``|f(c + iy)| <= phi(c) e^(y^2/2) B(c)^a cos(mu y/2)^min(a,0) e^(-v theta(c, y))``.
+That side is bounded on cells of ``[0, b]`` (:func:`_log_side`), decreases in ``v`` as the rest does, and is
+added before the minimum over ``b``. It decays only like ``1/v``: the body's density jumps at ``c``, and indeed
+``|F_b(a + iv)| ~ phi(c) B(c)^a / (v r'(c))`` for large ``v`` (``theta(c, y) ~ r'(c) y`` near 0). The shortcut
+that skips the bound at ``v = 0`` uses ``log F(a) >= 0`` outside ``(0, 1)``, false for the body; there a proven
+lower bound on ``log F_b(a)`` (a lower sum on the same cells, :func:`_log_lower_sum`) takes the place of 0. The
+tail's mass ``p = int_c^inf phi B`` has the closed form of :func:`log_tail_mass`.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
+from scipy import optimize, special
 
-from dpledger.mechanisms import _logmath, _phase_fft
+from dpledger.mechanisms import _logmath, _phase_fft, _validate
 from dpledger.mechanisms.errors import NumericalError
 
-__all__ = ["log_f_enclosure", "log_f_sup", "log_f_upper"]
+__all__ = [
+    "cut_for_tail_mass", "log_f_enclosure", "log_f_real_enclosure", "log_f_sup", "log_f_upper", "log_tail_mass"]
 
 _U = 2.0**-53
 _N_NODES = 20
@@ -214,16 +234,29 @@ def _left_reach(a, g):
     return -np.sqrt(2.0 * (60.0 + abs(a) * -np.log1p(-g)))
 
 
-def _range(a, mu, width, g=None):
+def _range(a, mu, width, cut=math.inf, g=None):
+    """``[X_lo, X_hi]`` for tilt ``a``, cut at ``cut`` (module docstring, "Cut"); for ``a < 0`` and a given ``g`` the
+    left end stops at :func:`_left_reach` instead of ``a mu``."""
     if a >= 0:
-        return -width, a * mu + width
-    lo = a * mu if g is None else max(a * mu, float(_left_reach(a, g)))
-    return lo - width, width
+        lo, hi = -width, a * mu + width
+    else:
+        lo = a * mu if g is None else max(a * mu, float(_left_reach(a, g)))
+        lo, hi = lo - width, width
+    return min(lo, cut - width), min(hi, cut)
 
 
-def _log_tails(a, g, mu, lo, hi):
+def _checked_cut(cut):
+    """``cut`` as a float: a real number or ``+inf`` (the whole law)."""
+    cut = _validate.real(cut, "cut", "the subsampled Gaussian's characteristic function", allow_inf=True)
+    if cut == -math.inf:
+        raise ValueError("`cut` of the subsampled Gaussian's characteristic function must be a real number or "
+                         "+inf; got -inf.")
+    return cut
+
+
+def _log_tails(a, g, mu, lo, hi, cut=math.inf):
     """Log of the bounds on ``int phi B^a`` left of ``lo`` and right of ``hi`` (module docstring), one tilt."""
-    left, right = _log_tails_many(np.array([float(a)]), g, mu, lo, hi)
+    left, right = _log_tails_many(np.array([float(a)]), g, mu, lo, hi, cut)
     return float(left[0]), float(right[0])
 
 
@@ -234,9 +267,10 @@ def _slack(value):
 
 
 @functools.lru_cache(maxsize=1024)
-def _reference(a, g, mu, width):
-    """``(lo, hi, log F(a) estimate)``: the integration range and a rough size (only used to set targets)."""
-    lo, hi = _range(a, mu, width, g)
+def _reference(a, g, mu, width, cut=math.inf):
+    """``(lo, hi, log F(a) estimate)``: the integration range (cut at ``cut``) and a rough size of the integral
+    over it, ``F_b(a)`` (only used to set targets)."""
+    lo, hi = _range(a, mu, width, cut, g)
     if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
         raise NumericalError(
             f"the subsampled Gaussian's characteristic function at tilt {a:.4g} spans {hi - lo:.3g} standard "
@@ -254,7 +288,7 @@ def _panel_log_errors(a, v_top, g, mu, centres, h):
     return log_err[:, 0], log_sup[:, 0]
 
 
-def _layout(a, v_top, g, mu, width):
+def _layout(a, v_top, g, mu, width, cut=math.inf):
     """``(half_lengths, centres, log_quadrature_error, log_sum_of_panel_sups)`` of the panel layout for
     ``|v| <= v_top``.
 
@@ -262,7 +296,7 @@ def _layout(a, v_top, g, mu, width):
     smallest ``k`` whose summed error bound meets its share of the target (so panels are short only where the
     integrand is both large and oscillating). Whatever is chosen, the bound returned is the one computed.
     """
-    lo, hi, log_ref = _reference(a, g, mu, width)
+    lo, hi, log_ref = _reference(a, g, mu, width, cut)
     zones = int(np.ceil((hi - lo) / 2.0))
     edges = np.linspace(lo, hi, zones + 1)
     zone_len = edges[1] - edges[0]
@@ -365,22 +399,26 @@ def _phase_sums(v, r, c):
     return sums, 0.0, 0.0, None
 
 
-def log_f_enclosure(a: float, v: ArrayLike, g: float, mu: float, width: float = 14.0) -> tuple[np.ndarray, np.ndarray]:
+def log_f_enclosure(
+    a: float, v: ArrayLike, g: float, mu: float, width: float = 14.0, *, cut: float = math.inf
+) -> tuple[np.ndarray, np.ndarray]:
     """``(log F~, log E)`` at ``z = a + i v`` (``v`` any real array): ``|F(z) - exp(log F~)| <= exp(log E)``.
 
     ``F(z) = E[(1 - g + g e^(mu X - mu^2/2))^z]``, ``X ~ N(0, 1)``; proof of the bound in the module docstring.
+    With a finite ``cut``, the same for the body ``F_b(z) = E[B(X)^z; X <= cut]`` (module docstring, "Cut");
+    ``cut = inf`` is ``F`` itself.
     """
-    a, g, mu = float(a), float(g), float(mu)
+    a, g, mu, cut = float(a), float(g), float(mu), _checked_cut(cut)
     v = np.asarray(v, dtype=np.float64)
     if v.size and not v.any():  # the real axis (Chernoff bounds, dampings): the same values again and again
-        value, err = _log_f_real(a, g, mu, float(width))
+        value, err = _log_f_real(a, g, mu, float(width), cut)
         return np.full(v.shape, value, dtype=np.complex128), np.full(v.shape, err)
-    return _log_f_enclosure(a, v, g, mu, width)
+    return _log_f_enclosure(a, v, g, mu, width, cut)
 
 
 @functools.lru_cache(maxsize=4096)
-def _log_f_real(a, g, mu, width):
-    value, err = _log_f_enclosure(a, np.zeros(1), g, mu, width)
+def _log_f_real(a, g, mu, width, cut=math.inf):
+    value, err = _log_f_enclosure(a, np.zeros(1), g, mu, width, cut)
     return complex(value[0]), float(err[0])
 
 
@@ -410,18 +448,18 @@ def _term_errors(x, r, h, log_w, log_c, abs_a, peak, v_top, g, mu):
             + z_abs * _r_error(x, r, g, mu) + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
 
 
-def _log_f_enclosure(a, v, g, mu, width):
+def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
     flat = v.reshape(-1)
     out = np.empty(flat.shape, dtype=np.complex128)
     err = np.empty(flat.shape)
-    lo, hi, _ = _reference(a, g, mu, width)
-    log_left, log_right = _log_tails(a, g, mu, lo, hi)
+    lo, hi, _ = _reference(a, g, mu, width, cut)
+    log_left, log_right = _log_tails(a, g, mu, lo, hi, cut)
     keys = _group_keys(flat) if flat.size > _SHORT_LINE else np.zeros(flat.size, dtype=np.int64)
     plans = []
     for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
         sel = np.flatnonzero(keys == key)
         v_top = float(np.abs(flat[sel]).max())
-        layout = _layout(a, v_top, g, mu, width)
+        layout = _layout(a, v_top, g, mu, width, cut)
         log_c = _nodes(a, g, mu, layout[0], layout[1])[3]
         _check_work(sel.size, int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top)
         plans.append((sel, v_top, layout))
@@ -459,43 +497,116 @@ def _log_f_enclosure(a, v, g, mu, width):
     return out.reshape(v.shape), err.reshape(v.shape)
 
 
-def log_f_upper(a: float, g: float, mu: float) -> float:
-    """A proven upper bound on ``log F(a)`` for real ``a`` (the enclosure's value plus its error)."""
-    value, log_err = log_f_enclosure(a, np.zeros(1), g, mu)
+def log_f_upper(a: float, g: float, mu: float, *, cut: float = math.inf) -> float:
+    """A proven upper bound on ``log F(a)`` (``log F_b(a)`` for a finite ``cut``) for real ``a`` (the enclosure's
+    value plus its error)."""
+    value, log_err = log_f_enclosure(a, np.zeros(1), g, mu, cut=cut)
     return _slack(float(np.logaddexp(value[0].real, log_err[0])))
 
 
-def log_f_sup(a: float, v_min: float, g: float, mu: float, width: float = 14.0, cells: int = 1024) -> float:
-    """A proven upper bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (module docstring, "Decay")."""
-    a, g, mu, v_min = float(a), float(g), float(mu), abs(float(v_min))
+def log_f_sup(
+    a: float, v_min: float, g: float, mu: float, width: float = 14.0, cells: int = 1024, *, cut: float = math.inf
+) -> float:
+    """A proven upper bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (module docstring, "Decay"); for a finite
+    ``cut``, on ``log |F_b(a + iv)|`` (the shifted integral over ``x <= cut`` plus the contour's vertical side at
+    the cut, module docstring "Cut")."""
+    a, g, mu, v_min, cut = float(a), float(g), float(mu), abs(float(v_min)), _checked_cut(cut)
+    finite = cut < math.inf
     if v_min == 0.0:
-        return log_f_upper(a, g, mu)
+        return log_f_upper(a, g, mu, cut=cut)
     # ``trivial``, the bound at v = 0, is needed only where it may be the smaller: ``F`` is convex with ``F(0) =
     # F(1) = 1``, so for ``a`` outside (0, 1) ``log F(a) >= 0`` and its proven upper bound is too; a decay bound
-    # at most 0 is then the minimum without it (the enclosure at v = 0 costs more than the rest here)
-    trivial = None if a <= 0.0 or a >= 1.0 else log_f_upper(a, g, mu)
-    lo, hi, _ = _reference(a, g, mu, width)
-    log_left, log_right = _log_tails(a, g, mu, lo, hi)
+    # at most 0 is then the minimum without it (the enclosure at v = 0 costs more than the rest here). The body
+    # has no such floor (``F_b(1) = 1 - p``, and ``F_b(a)`` may be far below 1): there a proven lower bound on
+    # ``log F_b(a)`` (:func:`_log_lower_sum`) plays the part of 0.
+    trivial = None if finite or a <= 0.0 or a >= 1.0 else log_f_upper(a, g, mu)
+    lo, hi, _ = _reference(a, g, mu, width, cut)
+    log_left, log_right = _log_tails(a, g, mu, lo, hi, cut)
     edges = np.linspace(lo, hi, cells + 1)
     x0, x1 = edges[:-1], edges[1:]
     log_cell = np.log(x1 - x0) + _log_phi_max(x0, x1) + a * _r(x1 if a >= 0 else x0, g, mu)
+    if finite:  # the roundings of the cells' logs, which the final slack need not cover here (|a| may be large)
+        x_end = x1 if a >= 0 else x0
+        log_cell = log_cell + _log_cell_error(a, x0, x1, x_end, g, mu)
     fractions = np.array([0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95])
     b = fractions * np.pi / mu
     b = b[b * b / 2.0 < 700.0]
     if b.size == 0:
-        return log_f_upper(a, g, mu) if trivial is None else trivial
+        return log_f_upper(a, g, mu, cut=cut) if trivial is None else trivial
     theta_lo = _theta(x0[:, None], b[None, :], g, mu) * (1.0 - 1e-12)  # a lower bound on theta on each cell
     theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
     inner = _lse(log_cell[:, None] - v_min * theta_lo, axis=0)
     total = np.logaddexp(np.logaddexp(inner, log_left), log_right - v_min * theta_hi_end)
-    bound = _slack(float((0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total).min()))
-    if trivial is None and bound <= 0.0:
+    shifted = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total
+    if not finite:
+        bound = _slack(float(shifted.min()))
+        if trivial is None and bound <= 0.0:
+            return bound
+        return min(log_f_upper(a, g, mu) if trivial is None else trivial, bound)
+    bound = _slack(float(np.logaddexp(shifted, _log_side(a, v_min, g, mu, cut, b)).min()))
+    if bound <= _log_lower_sum(a, g, mu, x0, x1):
         return bound
-    return min(log_f_upper(a, g, mu) if trivial is None else trivial, bound)
+    return min(log_f_upper(a, g, mu, cut=cut), bound)
 
 
-def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0) -> tuple[np.ndarray, np.ndarray]:
-    """``(log F~, log E)`` at many real ``a`` at once: ``|F(a) - exp(log F~)| <= exp(log E)`` for each.
+def _log_cell_error(a, x0, x1, x_end, g, mu):
+    """Bound on the rounding of ``log(x1 - x0) + log phi + a r(x_end)`` as computed for each cell: the
+    difference (``u`` relative, so ``2u`` in the log), the log (``u`` of its value), ``x^2/2`` and the constant
+    (``4u`` of the magnitudes), ``a r`` (``|a|`` times :func:`_r_error`, plus ``2u |a r|``), the three sums (``u``
+    of the magnitudes each); doubled."""
+    width = np.log(x1 - x0)
+    near = np.maximum(x0 * x0, x1 * x1)
+    r = _r(x_end, g, mu)
+    return 2.0 * (_U * (3.0 + np.abs(width)) + 4.0 * _U * (0.5 * near + 1.0) + abs(a) * _r_error(x_end, r, g, mu)
+                  + 5.0 * _U * np.abs(a * r) + 3.0 * _U * (np.abs(width) + 0.5 * near + 1.0))
+
+
+def _log_lower_sum(a, g, mu, x0, x1):
+    """A proven lower bound on ``log F_b(a)``: the cells ``[x0, x1]`` tile ``[lo, hi]``, part of ``(-inf, cut]``
+    where the integrand ``phi B^a`` is positive, so ``F_b(a)`` is at least the sum over cells of the length times
+    the integrand's smallest value (``phi`` at the end farther from 0, ``B^a`` at the left end for ``a >= 0``,
+    the right end otherwise), each log lowered by its rounding (:func:`_log_cell_error`) and the log-sum-exp by
+    a relative and absolute ``1e-12``."""
+    far = np.maximum(np.abs(x0), np.abs(x1))
+    x_end = x0 if a >= 0 else x1
+    log_cell = (np.log(x1 - x0) - 0.5 * far * far - _LOG_SQRT_2PI + a * _r(x_end, g, mu)
+                - _log_cell_error(a, x0, x1, x_end, g, mu))
+    total = float(_lse(log_cell))
+    return total - 1e-12 * (abs(total) + 1.0)
+
+
+def _log_side(a, v, g, mu, cut, b):
+    """For each ``b``, a bound on ``log int_0^b |f(cut + iy)| dy`` at frequency ``v >= 0`` (module docstring,
+    "Cut"): ``phi(cut) B(cut)^a`` times a sum over cells ``[y0, y1]`` of ``[0, b]`` (geometric towards 0, where
+    ``theta`` is smallest) of ``(y1 - y0) e^(y1^2/2) cos(mu y1/2)^min(a,0) e^(-v min(theta(y0), theta(y1)))``
+    (the first two factors increase in ``y``; ``theta(cut, .)`` rises then falls on ``[0, pi/mu)``, its ``y``-
+    derivative having the sign of ``t + c cos(mu y)``, ``t = g w(cut)``, ``c = 1 - g``, so its minimum on a cell
+    is at an end), every log raised by its rounding."""
+    steps = np.concatenate(([0.0], np.geomspace(1e-12, 1.0, 192)))
+    y = b[:, None] * steps[None, :]  # (B, n): the last column is b itself (geomspace ends exactly at 1)
+    y0, y1 = y[:, :-1], y[:, 1:]
+    theta = np.minimum(_theta(cut, y0, g, mu), _theta(cut, y1, g, mu)) * (1.0 - 1e-12)
+    width = np.log(y1 - y0)
+    cos = np.cos(mu * y1 / 2.0)
+    lean = min(a, 0.0)
+    # roundings: the width (as in _log_cell_error), y^2/2 (3u), log cos (the argument's rounding moves cos by at
+    # most 2u (mu y/2 + 1), relative to cos, and the log u), the products and the three sums (u each)
+    log_cells = width + 0.5 * y1 * y1 + lean * np.log(cos) - v * theta
+    log_cells = log_cells + 2.0 * (_U * (3.0 + np.abs(width)) + 3.0 * _U * 0.5 * y1 * y1
+                                   + abs(lean) * (2.0 * _U * (mu * y1 / 2.0 + 1.0) / cos + _U * np.abs(np.log(cos)))
+                                   + 4.0 * _U * (np.abs(width) + 0.5 * y1 * y1 + abs(lean * np.log(cos)) + v * theta))
+    r_cut = float(_r(cut, g, mu))
+    log_corner = -0.5 * cut * cut - _LOG_SQRT_2PI + a * r_cut
+    corner_error = 2.0 * (4.0 * _U * (0.5 * cut * cut + 1.0) + abs(a) * float(_r_error(cut, r_cut, g, mu))
+                          + 5.0 * _U * abs(a * r_cut))
+    return log_corner + corner_error + _lse(log_cells, axis=1)
+
+
+def log_f_real_enclosure(
+    a: ArrayLike, g: float, mu: float, width: float = 14.0, *, cut: float = math.inf
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(log F~, log E)`` at many real ``a`` at once: ``|F(a) - exp(log F~)| <= exp(log E)`` for each (``F_b``
+    for a finite ``cut``: every range below ends at the cut, module docstring "Cut").
 
     The same proof as :func:`log_f_enclosure` at ``v = 0`` (so ``theta`` plays no part), on one panel layout shared
     by every ``a``: the union of their ranges, each zone cut at the finest level any ``a`` needs, and every bound
@@ -504,14 +615,14 @@ def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0)
     dozens of tilts of each mechanism; one call here replaces one layout each.
     """
     a = np.asarray(a, dtype=np.float64).reshape(-1)
-    g, mu, width = float(g), float(mu), float(width)
+    g, mu, width, cut = float(g), float(mu), float(width), _checked_cut(cut)
     if a.size < 4:
-        pairs = [_log_f_real(float(x), g, mu, width) for x in a]
+        pairs = [_log_f_real(float(x), g, mu, width, cut) for x in a]
         return np.array([p[0] for p in pairs], dtype=np.complex128), np.array([p[1] for p in pairs])
-    lo = float(min(max(np.min(a) * mu, float(_left_reach(np.min(a), g))), 0.0) - width)
-    hi = float(max(np.max(a) * mu, 0.0) + width)
+    lo = min(float(min(max(np.min(a) * mu, float(_left_reach(np.min(a), g))), 0.0) - width), cut - width)
+    hi = min(float(max(np.max(a) * mu, 0.0) + width), cut)
     if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
-        _reference(float(a[np.argmax(np.abs(a))]), g, mu, width)  # raises the usual NumericalError
+        _reference(float(a[np.argmax(np.abs(a))]), g, mu, width, cut)  # raises the usual NumericalError
     coarse = np.linspace(lo, hi, int(min(max((hi - lo) * 50.0, 200.0), 2e4)))
     log_ref = _lse(-0.5 * coarse * coarse - _LOG_SQRT_2PI + np.outer(a, _r(coarse, g, mu)), axis=1) + np.log(
         coarse[1] - coarse[0])
@@ -554,7 +665,7 @@ def log_f_real_enclosure(a: ArrayLike, g: float, mu: float, width: float = 14.0)
     eps = _term_errors(x, r, hx, log_w, log_c, np.abs(a)[:, None], peak[:, None], 0.0, g, mu)
     eps = np.expm1(eps + 8.0 * _U) * 1.01 + 8.0 * _U
     rounding = np.sum(c * eps, axis=1) * (1.0 + 1e-12) + (x.size + 2.0) * _U * sums * (1.0 + eps.max(axis=1))
-    log_left, log_right = _log_tails_many(a, g, mu, lo, hi)
+    log_left, log_right = _log_tails_many(a, g, mu, lo, hi, cut)
     fixed = np.exp(np.stack([log_quad, log_left, log_right, log_gaps]) - peak[None, :]).sum(axis=0)
     # terms that underflowed to 0 after the shift: each below the smallest normal, at most J of them
     fixed = fixed + x.size * 2.3e-308
@@ -604,10 +715,71 @@ def _panel_log_errors_many(a, g, mu, centres, h, v_top=0.0):
     return log_err.min(axis=1), log_sup
 
 
-def _log_tails_many(a, g, mu, lo, hi):
-    """:func:`_log_tails` for every tilt in ``a``."""
+def _log_tails_many(a, g, mu, lo, hi, cut=math.inf):
+    """:func:`_log_tails` for every tilt in ``a``; no right tail where the range reaches the cut."""
     left = np.where(a >= 0, a * float(_r(lo, g, mu)), a * np.log1p(-g)) + float(special.log_ndtr(lo))
+    if hi >= cut:
+        return left, np.full(a.shape, -np.inf)
     r_hi = float(_r(hi, g, mu))
     right_pos = a * r_hi - a * mu * hi + 0.5 * (a * mu) ** 2 + special.log_ndtr(-(hi - a * mu))
     right_neg = a * r_hi + float(special.log_ndtr(-hi))
     return left, np.where(a >= 0, right_pos, right_neg)
+
+
+def log_tail_mass(g: float, mu: float, cut: float) -> float:
+    """A proven upper bound on ``log p``, ``p = int_cut^inf phi(x) B(x) dx``: the remove direction's mass beyond the
+    cut (module docstring, "Cut").
+
+    ``phi(x) w(x) = phi(x - mu)``, so ``p = (1 - g) Phi(-cut) + g Phi(mu - cut)``, computed as a ``logaddexp`` of
+    ``log1p(-g) + log_ndtr(-cut)`` and ``log g + log_ndtr(mu - cut)``. Each term is raised by its error:
+    ``log_ndtr`` taken good to ``1e-13`` relative (scipy's is to a few ulps; the tests check it against mpmath);
+    the rounding of ``mu - cut`` (``u`` of it) moves ``log Phi`` by at most ``u |x| (|x| + 1)``, since ``d log
+    Phi(x) / dx = phi(x) / Phi(x) <= |x| + 1`` (for ``x < 0`` from the Mills-ratio bound ``Phi(-t) / phi(t) >=
+    (sqrt(t^2 + 4) - t) / 2``, Birnbaum 1942; for ``x >= 0`` it is at most ``phi(0) / Phi(0) < 1``); ``log1p``,
+    ``log`` and the sums add a few ``u`` of the magnitudes. The ``logaddexp`` is then widened by ``1e-12``
+    relative and absolute (:func:`_slack`), far above its own few roundings, and capped at 0 (``p <= 1``).
+    ``cut = inf`` gives ``-inf`` (no tail).
+    """
+    g = _validate.open_unit_interval(g, "g", "log_tail_mass")
+    mu = _validate.positive(mu, "mu", "log_tail_mass")
+    cut = _checked_cut(cut)
+    if cut == math.inf:
+        return -math.inf
+    log_keep, log_g = math.log1p(-g), math.log(g)
+    arg = mu - cut
+    l1, l2 = float(special.log_ndtr(-cut)), float(special.log_ndtr(arg))
+    e1 = 1e-13 * abs(l1) + 2.0 * _U * (abs(log_keep) + abs(l1))
+    e2 = 1e-13 * abs(l2) + _U * abs(arg) * (abs(arg) + 1.0) + 2.0 * _U * (abs(log_g) + abs(l2))
+    value = float(np.logaddexp(log_keep + l1 + 2.0 * e1, log_g + l2 + 2.0 * e2))
+    return min(_slack(value), 0.0)
+
+
+def cut_for_tail_mass(g: float, mu: float, log_mass: float) -> float:
+    """A cut with ``log_tail_mass(g, mu, cut) <= log_mass`` (``log_mass < 0``; ``-inf`` gives ``inf``).
+
+    ``p`` decreases in the cut: the root of ``log_tail_mass(cut) = log_mass`` is bracketed by doubling and found by
+    Brent's method to ``1e-12``; the cut returned is then checked with :func:`log_tail_mass` itself and moved up
+    (doubling steps from ``1e-14`` relative) until the check passes, so the target holds for the float returned.
+    """
+    g = _validate.open_unit_interval(g, "g", "cut_for_tail_mass")
+    mu = _validate.positive(mu, "mu", "cut_for_tail_mass")
+    log_mass = _validate.real(log_mass, "log_mass", "cut_for_tail_mass", allow_inf=True)
+    if not log_mass < 0.0:
+        raise ValueError(f"`log_mass` of cut_for_tail_mass must be below 0 (a mass below 1); got {log_mass}.")
+    if log_mass == -math.inf:
+        return math.inf
+
+    def excess(c):
+        return log_tail_mass(g, mu, c) - log_mass
+
+    lo, hi = -1.0, max(2.0 * mu, 1.0)
+    while excess(lo) <= 0.0:  # p -> 1 as the cut -> -inf, and log_mass < 0
+        lo *= 2.0
+    while excess(hi) > 0.0:
+        hi *= 2.0
+    cut = float(optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-15))
+    step = 1e-14 * max(abs(cut), 1.0)
+    while excess(cut) > 0.0:
+        cut += step
+        step *= 2.0
+    return cut

@@ -46,9 +46,11 @@ def _whole_law(acc):
     return acc
 
 
-@pytest.fixture(scope="module", params=sorted(PLD_FINE))
-def cell(request):
-    steps = request.param
+@pytest.fixture(scope="module")
+def cell():
+    """The 10^4-step cell with the whole law, whose search still fails rounding-dominated (at 100 steps the whole
+    law now certifies too: the add direction reaches its saddle point, ``Mechanism.tilt_free_damping``)."""
+    steps = 10_000
     acc = _whole_law(_ledger(steps))
     return steps, acc, acc.epsilon_bounds(DELTA), acc._buckets().epsilon_bounds(DELTA)
 
@@ -105,11 +107,11 @@ def test_the_error_of_the_long_ledger_carries_proven_bounds():
 
 
 def test_the_short_ledger_work_limit_error_carries_its_chernoff_bounds():
-    acc = _whole_law(_ledger(100))
+    acc = _whole_law(_ledger(10))  # 10 steps: the enclosure's work limit, cut or not
     with pytest.raises(NumericalError) as info:
         acc._inverted(search.max_epsilon_bounds, math.log(DELTA))
     proven = info.value.proven
-    assert proven is not None and proven.lower == 0.0 and proven.upper >= PLD_FINE[100][0]
+    assert proven is not None and proven.lower == 0.0 and proven.upper >= acc._buckets().epsilon_bounds(DELTA)[0]
 
 
 # ------------------------------------------------------------------ the combination, with stubbed sources
