@@ -6,6 +6,7 @@ import abc
 import fractions
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,6 +14,9 @@ from numpy.typing import ArrayLike
 from dpledger.mechanisms import _validate, loss_buckets, two_point
 from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
 from dpledger.mechanisms.relations import Direction
+
+if TYPE_CHECKING:
+    from dpledger.mechanisms.subsampled_body import RemoveBody
 
 __all__ = ["Mechanism"]
 
@@ -336,7 +340,7 @@ class Mechanism(abc.ABC):
         Gaussian's add direction overrides it: its loss is bounded above by ``log(1 / (1 - q))``."""
         return False
 
-    def remove_body(self, log_mass: float):
+    def remove_body(self, log_mass: float) -> RemoveBody | None:
         """The remove direction's law with its upper tail cut away, the part cut away of mass at most
         ``e^log_mass`` (an object with ``log_tail_mass``, ``log_mgf_enclosure``, ``log_mgf_upper`` and
         ``log_mgf_sup``; the Fourier accountant inverts the rest, "Cut laws" in

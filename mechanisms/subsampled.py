@@ -105,11 +105,9 @@ class PoissonSubsampled(Mechanism):
         noise = self.mechanism.gaussian_loss_noise_multiplier()
         return bool(self.mechanism.has_subsampled_enclosure and noise is not None and noise >= PROBE_FREE_NOISE)
 
-    def tilt_free_damping(self, direction) -> bool:
+    def tilt_free_damping(self, direction: Direction) -> bool:
         """The add direction of a Gaussian base: its loss is at most ``log(1 / (1 - q))`` and the enclosure's range
         grows only like ``sqrt(|tilt| q)`` (:func:`mechanisms.subsampled_gaussian_cf._left_reach`)."""
-        from dpledger.mechanisms.relations import Direction
-
         return (direction is Direction.ADD and self.mechanism.has_subsampled_enclosure
                 and 0.0 < self.sampling_probability < 1.0)
 

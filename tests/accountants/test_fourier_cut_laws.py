@@ -113,6 +113,9 @@ def test_narrow_ledger_is_answered_through_the_cut_law(monkeypatch):
     assert all(0 < p.left_out <= 1e-6 * DELTA / CUT_SHARE for p in cut)
     assert max(p.kappa for p in cut) > fourier_inversion.MAX_DAMPING_ENCLOSED
     assert max(p.terms for p in plans) <= 1024
+    method = accountant.epsilon_report(DELTA).method
+    assert "upper tail cut at a total mass of at most" in method
+    assert "upper tail cut" not in accountant.delta_report(accountant.get_epsilon(DELTA)).method
 
 
 def test_left_out_mass_covers_every_run():
