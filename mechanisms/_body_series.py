@@ -84,7 +84,9 @@ def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> np.ndarray:
             if tail <= _TAIL_SHARE * total:
                 break
             stop = min(m, 2 * stop)
-        out[i] = top + np.log(total + tail)
+        log_total = float(np.log(total + tail))
+        # the logarithm and the final sum, each within an ulp of their magnitudes (they may cancel: top < 0 < log)
+        out[i] = _logmath.widen_up(top + log_total, 4.0 * _U, 4.0 * _U * (abs(top) + abs(log_total)) + 1e-300)
     return out
 
 
