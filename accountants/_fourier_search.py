@@ -345,9 +345,10 @@ def chernoff_epsilon(lm, log_delta, cap, coarse_values=None):
         values = np.empty(sel.size)
         values[known] = np.asarray(coarse_values)[sel[known] // 5]
         values[~known] = objective(grid[~known])
-    # one zoom round: the bracket only starts the certified search (a bracket a little high costs a step of
-    # certified_upper_root, never a wrong answer); each round is one more batch of real-tilt enclosures
-    opt = minimize_over_orders(objective, grid, values, max_order=1.0 + cap, rounds=1)
+    # two zoom rounds, not three: the bracket only starts the certified search (a bracket a little high costs a step
+    # of certified_upper_root, never a wrong answer), and each round is one more batch of real-tilt enclosures; one
+    # round left the plan's damping far enough off to double its nodes on 200 distinct mechanisms (0.44 -> 0.55 s)
+    opt = minimize_over_orders(objective, grid, values, max_order=1.0 + cap, rounds=2)
     hi, kappa = max(opt.value, 0.0), opt.order - 1.0
     if kappa > cap:  # the Chernoff epsilon at the capped damping is a valid (larger) bracket
         kappa = cap
