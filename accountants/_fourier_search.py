@@ -289,6 +289,13 @@ def _chernoff_objective(lm, log_delta, kappa):
     return (log_m + log_chernoff_constant(kappa) - log_delta) / kappa
 
 
+class CoarseChernoff(tuple):
+    """``(epsilon, values)`` of :func:`coarse_chernoff_epsilon` (it unpacks as that pair), with ``kappa``: the
+    damping at which ``epsilon`` was attained."""
+
+    kappa: float
+
+
 def coarse_chernoff_epsilon(lm, log_delta, cap):
     """The Chernoff epsilon of :func:`chernoff_epsilon` minimised over every fifth damping of its first grid only
     (nine dampings, no refinement): an upper bound on epsilon as well, up to float64 rounding (the Chernoff bound
@@ -307,14 +314,18 @@ def coarse_chernoff_epsilon(lm, log_delta, cap):
     target = _chernoff_target(lm, log_delta)
     kappa = _chernoff_grid(cap)[::5]
     values = _chernoff_objective(lm, target, kappa)
-    best = float(np.min(np.where(np.isnan(values), np.inf, values)))
+    clean = np.where(np.isnan(values), np.inf, values)
+    best, at = float(np.min(clean)), float(kappa[int(np.argmin(clean))])
     if np.isfinite(best) and values[-1] == best and cap > kappa[-1]:
         ratio = kappa[-1] / kappa[-2]
-        more = np.minimum(kappa[-1] * ratio ** np.arange(1, 1 + int(np.ceil(np.log(cap / kappa[-1]) / np.log(ratio)))),
-                          cap)
-        extra = _chernoff_objective(lm, target, np.unique(more))
-        best = min(best, float(np.min(np.where(np.isnan(extra), np.inf, extra))))
-    return max(best, 0.0), values
+        more = np.unique(np.minimum(
+            kappa[-1] * ratio ** np.arange(1, 1 + int(np.ceil(np.log(cap / kappa[-1]) / np.log(ratio)))), cap))
+        extra = np.where(np.isnan(e := _chernoff_objective(lm, target, more)), np.inf, e)
+        if float(np.min(extra)) < best:
+            best, at = float(np.min(extra)), float(more[int(np.argmin(extra))])
+    out = CoarseChernoff((max(best, 0.0), values))
+    out.kappa = at
+    return out
 
 
 def chernoff_epsilon(lm, log_delta, cap, coarse_values=None):
@@ -370,6 +381,15 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
         coarse_upper = coarse[0] * (1.0 + _CHERNOFF_SLACK) + 1e-12
         if coarse_upper <= floor:
             return Bounds(0.0, 0.0, coarse_upper), None
+        kappa = getattr(coarse, "kappa", None)
+        if floor > 0.0 and kappa is not None and kappa > _chernoff_grid(max_damping)[-1]:
+            # the coarse best lies beyond the first grid (a saddle point at dampings in the thousands: cut laws,
+            # the add direction of few runs of a small sampling probability), where the full Chernoff search would
+            # extend the grid again: the cheap inversion at the floor comes first, at the coarse damping (any
+            # damping gives proven bounds), and a direction it rules out needs no full search
+            if _below_at(lm, sup, floor, float(np.exp(log_delta)), kappa, max_terms=max_terms,
+                         max_damping=max_damping):
+                return Bounds(0.0, 0.0, floor), None
     if bracket is None:
         bracket = chernoff_epsilon(lm, log_delta, max_damping, None if coarse is None else coarse[1])
     try:

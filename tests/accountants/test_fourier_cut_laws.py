@@ -19,6 +19,7 @@ from dpledger.accountants import _fourier_search as search
 from dpledger.accountants.fourier_accountant import CUT_SHARE
 from dpledger.accountants.fourier_inversion import invert, make_plan
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
+from dpledger.mechanisms.relations import Direction
 
 DELTA = 1e-5
 
@@ -161,3 +162,24 @@ def test_cut_intervals_intersect_the_buckets(q, sigma, steps, delta):
     lower, upper = accountant._buckets().epsilon_bounds(delta)
     assert max(cut.lower, lower) <= min(cut.upper, upper)
     assert cut.upper - cut.lower <= 1e-6 * cut.upper
+
+
+def test_a_direction_whose_saddle_point_is_far_out_is_ruled_out_before_its_full_chernoff_search(monkeypatch):
+    """q = 1e-4, sigma = 5, 10 steps: the add direction's coarse Chernoff best lies beyond the first grid (its loss
+    is bounded above, so its saddle point sits at dampings in the thousands); one loose inversion at the remove
+    direction's lower bound, at that coarse damping, rules it out, and only the remove direction is searched in
+    full. The answer is the one a full search of both gives."""
+    accountant = _ledger(1e-4, 5.0, 10)
+    (_, add_law, _), = [d for d in accountant._directions(DELTA) if d[0] is Direction.ADD]
+    coarse = search.coarse_chernoff_epsilon(add_law, math.log(DELTA), search._damping_cap(add_law, 64.0))
+    assert coarse.kappa > search._chernoff_grid(64.0)[-1]
+    full = []
+    original = search.chernoff_epsilon
+    monkeypatch.setattr(search, "chernoff_epsilon", lambda *a, **k: full.append(a) or original(*a, **k))
+    bounds = _ledger(1e-4, 5.0, 10).epsilon_bounds(DELTA)
+    assert len(full) == 1
+    monkeypatch.setattr(search, "_below_at", lambda *a, **k: False)  # no floor checks: every direction in full
+    reference = _ledger(1e-4, 5.0, 10).epsilon_bounds(DELTA)
+    assert len(full) == 3
+    assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
