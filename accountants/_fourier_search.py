@@ -405,6 +405,8 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
 
 #: Absolute tolerance, relative to delta, of the cheap plan of :func:`_below_at`.
 _FLOOR_CHECK_TOLERANCE = 0.25
+#: Smallest estimated room below delta (relative) for which :func:`_below_at` tries a second, tighter plan.
+_FLOOR_RETRY_ROOM = 1e-3
 
 
 def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
@@ -418,6 +420,15 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
     try:
         plan = make_plan(lm, sup, epsilon, _FLOOR_CHECK_TOLERANCE * delta, max_terms=max_terms, kappa=kappa,
                          max_damping=max_damping)
+        bounds = invert(plan, epsilon)[0]
+        if bounds.upper <= delta:
+            return True
+        # the two directions' epsilons close together (within a percent: q = 1e-4, sigma = 5, 10^4 steps): one
+        # more plan, at a quarter of the estimated room below delta, before the full search (~rtol) decides
+        room = delta - bounds.estimate
+        if not room >= _FLOOR_RETRY_ROOM * delta:
+            return False
+        plan = make_plan(lm, sup, epsilon, room / 4.0, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
         return invert(plan, epsilon)[0].upper <= delta
     except (TruncationLimit, NumericalError):  # not shown cheaply: the full search decides, as it did before
         return False

@@ -183,3 +183,18 @@ def test_a_direction_whose_saddle_point_is_far_out_is_ruled_out_before_its_full_
     assert len(full) == 3
     assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
+
+
+def test_close_directions_are_told_apart_by_a_second_loose_plan(monkeypatch):
+    """q = 1e-4, sigma = 5, 10^4 steps: the add direction's epsilon is within 0.6% of the remove direction's, too
+    close for the floor check's first plan (tolerance delta / 4); a second plan at a quarter of the estimated room
+    below delta rules it out, so no root search on its inverted delta runs, and the answer is a full search's."""
+    roots = []
+    original = search.certified_upper_root
+    monkeypatch.setattr(search, "certified_upper_root", lambda *a, **k: roots.append(a) or original(*a, **k))
+    bounds = _ledger(1e-4, 5.0, 10_000).epsilon_bounds(DELTA)
+    assert len(roots) == 1
+    monkeypatch.setattr(search, "_FLOOR_RETRY_ROOM", 2.0)  # no second plan: the add direction searched in full
+    reference = _ledger(1e-4, 5.0, 10_000).epsilon_bounds(DELTA)
+    assert len(roots) == 3
+    assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
