@@ -101,7 +101,8 @@ _NEGLIGIBLE_LOG_DELTA = -60.0 * np.log(2.0)
 SMALLEST_INVERTED_DELTA = 1e-290
 #: Share of ``rtol delta`` the cut laws of an epsilon query may leave out (:meth:`FourierAccountant._remove_bodies`).
 CUT_SHARE = 64.0
-#: Damping cap of a remove direction made only of cut laws (their transforms cost the same at any tilt).
+#: Damping cap of a direction whose transforms cost the same at any tilt: a remove direction made only of cut laws,
+#: an add direction made only of mechanisms with :meth:`~mechanisms.base.Mechanism.tilt_free_damping`.
 CUT_MAX_DAMPING = 1e5
 _EPS64 = float(np.finfo(np.float64).eps)
 
