@@ -58,6 +58,7 @@ __all__ = [
     "split_epsilon_bounds",
 ]
 
+_U = 2.0**-53
 #: Below this Chernoff-optimal damping, delta(epsilon) is first priced through 1 - delta (negative damping).
 COMPLEMENT_SWITCH = 0.05
 #: Relative slack added to a Chernoff bound computed in float64 before it is reported as an upper bound (its
@@ -273,8 +274,26 @@ def _chernoff_target(lm, log_delta):
     left_out = float(getattr(lm, "left_out", 0.0))
     if not left_out:
         return log_delta
-    rest = math.exp(log_delta) - left_out
+    rest = _delta_below(log_delta) - left_out
     return math.log(rest * (1.0 - 1e-15)) if rest > 0.0 else -math.inf
+
+
+def _log_slack(log_delta):
+    """A bound on how far ``exp(log_delta)`` (``log_delta`` the float64 log of the caller's delta) may lie from that
+    delta, relative: the log's rounding (``u |log delta|``, amplified by ``exp``) and the exponential's own, made
+    larger."""
+    return 4.0 * _U * (abs(log_delta) + 2.0)
+
+
+def _delta_below(log_delta):
+    """A float at most the caller's delta, from its float64 log: what an upper delta is compared with (a delta
+    certified at most this is at most the caller's)."""
+    return math.exp(log_delta) * (1.0 - _log_slack(log_delta))
+
+
+def _delta_above(log_delta):
+    """A float at least the caller's delta: what a lower delta is compared with (:func:`_delta_below`'s mirror)."""
+    return math.exp(log_delta) * (1.0 + _log_slack(log_delta))
 
 
 def _damping_cap(lm, max_damping):
@@ -417,11 +436,12 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
     earlier direction's epsilon), where a direction whose Chernoff bound is too loose to show it (few runs of a
     small sampling probability: Chernoff epsilon 0.099 against a floor of 0.00023 at q = 1e-4, sigma = 2, 10
     steps) would otherwise be searched to ``rtol`` (8,192 nodes instead of 1,024 there)."""
+    limit = delta * (1.0 - _log_slack(math.log(delta)))  # delta is exp(log delta): at most the caller's below it
     try:
         plan = make_plan(lm, sup, epsilon, _FLOOR_CHECK_TOLERANCE * delta, max_terms=max_terms, kappa=kappa,
                          max_damping=max_damping)
         bounds = invert(plan, epsilon)[0]
-        if bounds.upper <= delta:
+        if bounds.upper <= limit:
             return True
         # the two directions' epsilons close together (within a percent: q = 1e-4, sigma = 5, 10^4 steps): one
         # more plan, at a quarter of the estimated room below delta, before the full search (~rtol) decides
@@ -429,7 +449,7 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
         if not room >= _FLOOR_RETRY_ROOM * delta:
             return False
         plan = make_plan(lm, sup, epsilon, room / 4.0, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
-        return invert(plan, epsilon)[0].upper <= delta
+        return invert(plan, epsilon)[0].upper <= limit
     except (TruncationLimit, NumericalError):  # not shown cheaply: the full search decides, as it did before
         return False
 
@@ -467,7 +487,11 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
                          shorten=shorten)
 
         def log_excess(eps, field):
-            return np.log(max(getattr(invert(plan, eps)[0], field), 1e-320)) - log_delta
+            """``log delta_field(eps) - log delta``, moved by its own float error away from the decision a proof
+            rests on: up for the upper delta (``<= 0`` then proves ``delta(eps) <= delta``), down for the lower."""
+            log_value = float(np.log(max(getattr(invert(plan, eps)[0], field), 1e-320)))
+            margin = 4.0 * _U * (abs(log_value) + abs(log_delta) + 2.0)
+            return log_value - log_delta + {"upper": margin, "lower": -margin}.get(field, 0.0)
 
         upper, found = certified_upper_root(log_excess, hi)  # the Chernoff bracket can only be off by rounding
         if not found:
@@ -637,7 +661,10 @@ def _bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping)
             return lower, hi
 
         def above(eps, field, plan=plan):
-            return getattr(invert(plan, eps)[0], field) > delta
+            # a lower delta above delta proves epsilon beyond eps; an upper one not above it proves epsilon below:
+            # each compared with a float on the safe side of the caller's delta
+            limit = _delta_above(log_delta) if field == "lower" else _delta_below(log_delta)
+            return getattr(invert(plan, eps)[0], field) > limit
 
         low, top = lower, hi  # lower-delta crossing: above(low, "lower") holds or low is a proven bound already
         high, bottom = hi, lower  # upper-delta crossing: not above(high, "upper") holds or high is hi

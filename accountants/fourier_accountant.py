@@ -144,7 +144,8 @@ class FourierAccountant:
     relation = NeighboringRelation.ADD_OR_REMOVE_ONE
 
     def __init__(self, *, rtol: float = 1e-6, max_terms: int = 1 << 20) -> None:
-        self._rtol = _validate.positive(rtol, "rtol", "FourierAccountant")
+        # a relative accuracy: 1 or more would ask for nothing (and left the search's tolerances above delta)
+        self._rtol = _validate.open_unit_interval(rtol, "rtol", "FourierAccountant")
         self._max_terms = _validate.positive_int(max_terms, "max_terms", "FourierAccountant")
         self._entries = {}
         self._cores = {}  # mechanism -> (core, delta) of Mechanism.approximate
@@ -313,7 +314,7 @@ class FourierAccountant:
         runs = sum(n for _, n in others)  # every run of the rest, cut or not: each share only smaller
         if not runs:
             return None
-        log_mass = math.log(self._rtol * delta / CUT_SHARE / runs)
+        log_mass = math.log(self._rtol * delta / CUT_SHARE / runs)  # < 0: rtol and delta are in (0, 1)
         bodies = {m: m.remove_body(log_mass) for m, _ in others}
         return {m: body for m, body in bodies.items() if body is not None} or None
 

@@ -198,3 +198,42 @@ def test_close_directions_are_told_apart_by_a_second_loose_plan(monkeypatch):
     reference = _ledger(1e-4, 5.0, 10_000).epsilon_bounds(DELTA)
     assert len(roots) == 3
     assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
+
+
+def test_rtol_is_a_relative_accuracy_below_one():
+    """Found by review: rtol 1e3 made the cut laws' mass share exceed 1 (remove_body refused it) and, before them,
+    the search's tolerances exceed delta (a NaN period). rtol must lie in (0, 1); nothing is composed on failure."""
+    for rtol in (1.0, 1e3, 0.0, -1e-6, float("nan")):
+        with pytest.raises(ValueError, match="rtol"):
+            FourierAccountant(rtol=rtol)
+    loose = FourierAccountant(rtol=0.5).compose(PoissonSubsampled(GaussianMechanism(2.0), 1e-3), 2)
+    bounds = loose.epsilon_bounds(1e-3)
+    tight = _ledger(1e-3, 2.0, 2).epsilon_bounds(1e-3)
+    assert bounds.lower <= tight.upper and tight.lower <= bounds.upper
+
+
+def test_chernoff_target_is_below_delta_minus_the_mass_left_out():
+    """Found by review: exp of the float log of delta can exceed delta by ~u |log delta|; the target must stay below
+    delta - left_out after that (checked in 60-digit arithmetic)."""
+    import mpmath as mp
+
+    rng = np.random.default_rng(7)
+    for exponent in rng.uniform(-290.0, -1.0, 300):
+        delta = float(10.0 ** exponent)
+        law = _Law(delta * 1e-3)
+        target = search._chernoff_target(law, float(np.log(delta)))
+        with mp.workdps(60):
+            assert mp.e ** mp.mpf(target) <= mp.mpf(delta) - mp.mpf(law.left_out)
+
+
+def test_the_chernoff_constant_is_accurate_at_large_dampings():
+    """log(k^k / (1 + k)^(1 + k)) against mpmath: the textbook form lost ~1e-10 at k = 3e4 and ~1e-9 at 1e6."""
+    import mpmath as mp
+
+    kappa = np.array([1e-3, 0.5, 1.0, 64.0, 3e4, 1e5, 1e6, 1e7])
+    values = fourier_inversion.log_chernoff_constant(kappa)
+    with mp.workdps(50):
+        for k, v in zip(kappa, values):
+            k = mp.mpf(float(k))
+            exact = k * mp.log(k) - (1 + k) * mp.log1p(k)
+            assert abs(v - float(exact)) <= 1e-14 * max(1.0, abs(float(exact)))
