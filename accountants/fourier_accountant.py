@@ -104,7 +104,6 @@ CUT_SHARE = 64.0
 #: Damping cap of a direction whose transforms cost the same at any tilt: a remove direction made only of cut laws,
 #: an add direction made only of mechanisms with :meth:`~mechanisms.base.Mechanism.tilt_free_damping`.
 CUT_MAX_DAMPING = 1e5
-_EPS64 = float(np.finfo(np.float64).eps)
 
 
 class FourierAccountant:
@@ -324,7 +323,7 @@ class FourierAccountant:
         total = 0.0
         for m, n in self._compile()[3]:
             if m in bodies:
-                term = _logmath.mul_up(float(n), float(np.exp(bodies[m].log_tail_mass)) * (1.0 + 4.0 * _EPS64))
+                term = _logmath.mul_up(float(n), float(np.exp(bodies[m].log_tail_mass)) * (1.0 + 4.0 * _logmath.EPS))
                 total = float(_logmath.add_up(total, term))
         return total
 
@@ -864,13 +863,13 @@ class _DirectionLaw:
         self._accountant, self._direction, self._bodies = accountant, direction, bodies
         if accountant.certified:
             self.enclosure = functools.partial(accountant._log_mgf_enclosure, direction=direction, bodies=bodies)
+        others = accountant._compile()[3]
         if bodies:
             #: mass of the law left out by the cut laws ("Cut laws", :mod:`accountants.fourier_inversion`)
             self.left_out = accountant._left_out(bodies)
-            if all(m in bodies for m, _ in accountant._compile()[3]):
+            if all(m in bodies for m, _ in others):
                 #: cut laws cost the same at any tilt: the saddle point of a narrow loss is reachable
                 self.max_damping = CUT_MAX_DAMPING
-        others = accountant._compile()[3]
         if (direction is Direction.ADD and others and accountant.certified
                 and all(m.tilt_free_damping(direction) for m, _ in others)):
             self.max_damping = CUT_MAX_DAMPING

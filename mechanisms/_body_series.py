@@ -62,11 +62,11 @@ _TAIL_SHARE = 2.0**-60
 def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> np.ndarray:
     """Upper bounds on ``log F_b(n)`` at non-negative integers ``n`` (module docstring)."""
     log_k = np.log(g) + mu * cut - np.log1p(-g)  # log K
+    k_val = np.exp(min(log_k, 700.0))
     out = np.empty(n.size)
     for i, m in enumerate(n.astype(np.int64)):
         m = int(m)
         # rho_j <= 1/2 from j0 on: (m - j) K <= (j + 1) / 2  <=>  j >= (m K - 1/2) / (K + 1/2)
-        k_val = np.exp(min(log_k, 700.0))
         j0 = int(min(m, max(0, np.ceil((m * k_val - 0.5) / (k_val + 0.5)))))
         while j0 < m and np.log(m - j0) - np.log(j0 + 1.0) + log_k > np.log(0.5):
             j0 += 1

@@ -41,9 +41,10 @@ __all__ = ["RemoveBody", "CUT_MAX_SAMPLING"]
 #: Largest sampling probability for which :meth:`PoissonSubsampled.remove_body
 #: <mechanisms.subsampled.PoissonSubsampled.remove_body>` offers a body: a performance choice, never a soundness one.
 #: Below it the loss is narrow next to its lognormal upper tail, and cutting the tail moves the inversion's saddle
-#: point far beyond the usual damping cap (q <= 1e-3 on issue 14's grid: 1.1-10x faster, and cells the whole law
-#: could not certify now certified); at q = 0.01 the saddle point stays where it was and the body's transforms
-#: only cost 10-30% more than the whole law's.
+#: point far beyond the usual damping cap. Measured by ``python -m benchmarks.bench_fourier_cut`` on issue 14's
+#: grid (benchmarks/RESULTS.md): cutting is faster in 31 of the 32 cells at q = 1e-4 and 1e-3 (down to 0.09x of the
+#: whole law's time, one cell 1.02x) and lets inversion certify four cells the whole law left to the privacy
+#: buckets; at q = 0.01 it is slower in 11-12 of 16 cells (up to 22-24x, at 10^6 steps).
 CUT_MAX_SAMPLING = 2e-3
 
 

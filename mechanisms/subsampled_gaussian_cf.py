@@ -234,14 +234,13 @@ def _left_reach(a, g):
     return -np.sqrt(2.0 * (60.0 + abs(a) * -np.log1p(-g)))
 
 
-def _range(a, mu, width, cut=math.inf, g=None):
-    """``[X_lo, X_hi]`` for tilt ``a``, cut at ``cut`` (module docstring, "Cut"); for ``a < 0`` and a given ``g`` the
-    left end stops at :func:`_left_reach` instead of ``a mu``."""
+def _range(a, g, mu, width, cut):
+    """``[X_lo, X_hi]`` for tilt ``a``, cut at ``cut`` (module docstring, "Cut"); for ``a < 0`` the left end stops at
+    :func:`_left_reach` instead of ``a mu``."""
     if a >= 0:
         lo, hi = -width, a * mu + width
     else:
-        lo = a * mu if g is None else max(a * mu, float(_left_reach(a, g)))
-        lo, hi = lo - width, width
+        lo, hi = max(a * mu, float(_left_reach(a, g))) - width, width
     return min(lo, cut - width), min(hi, cut)
 
 
@@ -270,7 +269,7 @@ def _slack(value):
 def _reference(a, g, mu, width, cut=math.inf):
     """``(lo, hi, log F(a) estimate)``: the integration range (cut at ``cut``) and a rough size of the integral
     over it, ``F_b(a)`` (only used to set targets)."""
-    lo, hi = _range(a, mu, width, cut, g)
+    lo, hi = _range(a, g, mu, width, cut)
     if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
         raise NumericalError(
             f"the subsampled Gaussian's characteristic function at tilt {a:.4g} spans {hi - lo:.3g} standard "
