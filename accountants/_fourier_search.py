@@ -42,6 +42,7 @@ from dpledger.accountants.fourier_inversion import (
     log_chernoff_constant,
     make_plan,
 )
+from dpledger.mechanisms._tilts import exact_tilt
 from dpledger.mechanisms.errors import DPLedgerError, NumericalError
 
 __all__ = [
@@ -303,7 +304,10 @@ def _damping_cap(lm, max_damping):
 
 
 def _chernoff_objective(lm, log_delta, kappa):
-    """``(log M(kappa) + log(kappa^kappa / (1 + kappa)^(1 + kappa)) - log delta) / kappa`` at each damping."""
+    """``(log M(kappa) + log(kappa^kappa / (1 + kappa)^(1 + kappa)) - log delta) / kappa`` at each damping, moved
+    first to a float at which ``1 + kappa`` is exact (:func:`mechanisms._tilts.exact_tilt`: the Chernoff bound holds
+    at every damping, and the enclosures then need no allowance for rounding the tilt)."""
+    kappa = exact_tilt(kappa)
     log_m = np.real(lm(kappa.astype(np.complex128)))
     return (log_m + log_chernoff_constant(kappa) - log_delta) / kappa
 

@@ -84,7 +84,7 @@ from dpledger.accountants.fourier_inversion import (
 from dpledger.accountants.privacy_buckets import BucketLedger
 from dpledger.accountants.report import BoundKind, PrivacyReport
 from dpledger.accountants.risk import tradeoff_lower_bound
-from dpledger.mechanisms import _logmath, _validate, privacy_loss
+from dpledger.mechanisms import _logmath, _tilts, _validate, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import composed_delta
 from dpledger.mechanisms.errors import EstimateWarning, MissingCapabilityError, NumericalError
@@ -345,13 +345,19 @@ class FourierAccountant:
         mu2, e_values, counts, others = self._compile()
 
         def sup(kappa, u_min):
-            c = kappa if direction is Direction.REMOVE else -1.0 - kappa
+            # the remove direction's argument; the add direction's -1 - kappa is exact at the dampings the plans
+            # choose (mechanisms._tilts.exact_tilt), and where it is not, each mechanism's bound is widened
+            c, offset = (kappa, 0.0) if direction is Direction.REMOVE else map(float, _tilts.two_sum(-1.0, -kappa))
             total = 0.5 * mu2 * (c * (c + 1.0) - u_min * u_min)  # Gaussian: exact, decreasing in |u|
             if e_values.size:  # two-point losses do not decay: |M(c + iu)| <= M(c)
                 total += float(np.real(two_point_log_mgf(np.array([complex(c)]), e_values, counts)[0]))
             for m, n in others:
                 body = bodies.get(m) if bodies else None
-                total += n * (m.log_mgf_sup(c, u_min) if body is None else body.log_mgf_sup(c, u_min))
+                part = m.log_mgf_sup(c, u_min) if body is None else body.log_mgf_sup(c, u_min)
+                if offset != 0.0 and not m.log_mgf_is_closed_form:
+                    part = float(np.logaddexp(part, _tilts.log_shift_error(
+                        lambda points, m=m: m.log_mgf_upper(points, Direction.REMOVE), c, offset)))
+                total += n * part
             return float(total)
 
         return sup
@@ -635,7 +641,7 @@ class FourierAccountant:
         """Upper bounds on ``log delta(eps)`` for many epsilons at once: ``log M(k) - k eps + log c(k)`` holds for
         every damping ``k > 0`` (``c`` as in :func:`accountants.fourier_inversion.log_chernoff_constant`); the
         smallest over a fixed grid of ``k``, the larger of the two directions."""
-        kappa = np.geomspace(1e-3, min(1e3, float(self._settings()["max_damping"])), 256)
+        kappa = _tilts.exact_tilt(np.geomspace(1e-3, min(1e3, float(self._settings()["max_damping"])), 256))
         out = np.full(epsilons.size, -np.inf)
         for _, lm, _ in self._directions():
             with np.errstate(over="ignore", invalid="ignore"):

@@ -51,6 +51,7 @@ from scipy import special
 from dpledger.accountants._roots import brentq
 from dpledger.accountants.conversions import minimize_over_orders
 from dpledger.accountants.report import Bounds
+from dpledger.mechanisms._tilts import exact_tilt
 
 __all__ = [
     "Bounds",
@@ -227,10 +228,11 @@ def make_plan(
     if kappa < 0:
         if left_out:  # 1 - delta of a cut law is not the complement of its transform's delta
             raise ValueError("make_plan: a cut law (left_out > 0) has no complement plan (kappa < 0).")
-        return _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kappa)
+        return _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, float(exact_tilt(kappa)))
     # Any damping gives valid bounds; very large ones (light-tailed losses far from their mean) make the
-    # tilted integrands extreme and costly, so cap it.
-    kappa = float(min(max(kappa, 1e-6), max_damping))
+    # tilted integrands extreme and costly, so cap it. Every damping a plan takes is moved to a float at which
+    # 1 + kappa and -1 - kappa are exact (exact_tilt: the enclosures then need no allowance for their rounding).
+    kappa = float(exact_tilt(min(max(kappa, 1e-6), max_damping)))
     log_tol = np.log(tolerance / 2.0)
     kappa, log_m_kappa, kappa_tail, log_m_tail, period = _damping_and_period(
         log_mgf, epsilon, kappa, log_tol, shorten)
@@ -283,8 +285,8 @@ def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True):
     their period is shorter and the largest term stays within ``_TERM_HEADROOM`` of the tolerance (its rounding
     then stays below it). Each candidate's ``log M`` (at its damping and tails) comes from one call, made only when
     the search reaches it."""
-    kappas = kappa * 0.5 ** np.arange(_HALVINGS + 1 if shorten else 1)
-    tails = kappas[:, None] * _TAIL_FACTORS[None, :] + _TAIL_SHIFTS[None, :]
+    kappas = exact_tilt(kappa * 0.5 ** np.arange(_HALVINGS + 1 if shorten else 1))
+    tails = exact_tilt(kappas[:, None] * _TAIL_FACTORS[None, :] + _TAIL_SHIFTS[None, :])
     t1 = -log_tol / kappas
 
     @functools.cache
@@ -343,7 +345,7 @@ def _enclosure_error(plan, s, epsilon, weights):
 def complement_damping(log_mgf: Callable[[np.ndarray], np.ndarray], epsilon: float) -> float:
     """Damping ``kappa`` in (-1, 0) for pricing ``1 - delta``: the minimiser of ``log M(kappa) - kappa eps``
     on a grid (the size of the terms of the contour sum at ``u = 0``, up to ``1 / |kappa (1 + kappa)|``)."""
-    grid = -np.linspace(0.02, 0.98, 49)
+    grid = exact_tilt(-np.linspace(0.02, 0.98, 49))
     values = np.real(log_mgf(grid.astype(np.complex128))) - grid * epsilon - np.log(-grid * (1.0 + grid))
     return float(grid[int(np.argmin(values))])
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _validate, loss_buckets, two_point
+from dpledger.mechanisms import _tilts, _validate, loss_buckets, two_point
 from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
 from dpledger.mechanisms.relations import Direction
 
@@ -292,10 +292,22 @@ class Mechanism(abc.ABC):
             )
         arr, flat = self._argument(s, direction, "log_mgf_enclosure")
         value, error = self._log_mgf_enclosure(flat)
+        if direction is Direction.ADD and not self.log_mgf_is_closed_form:
+            error = np.logaddexp(error, self._add_argument_error(arr.reshape(-1).real))
         value = np.asarray(value, dtype=np.complex128).reshape(arr.shape)
         if np.isnan(value).any():
             raise NumericalError(f"{self!r}.log_mgf_enclosure produced NaN.")
         return value[()], np.asarray(error, dtype=np.float64).reshape(arr.shape)[()]
+
+    def _add_argument_error(self, real):
+        """The add direction's ``M(s)`` is the remove direction's at ``-1 - s``, whose float ``t`` may miss it by
+        ``e`` (:func:`mechanisms._tilts.two_sum`): a bound on ``log |M_R(t + e + iv) - M_R(t + iv)|`` per entry of
+        ``real`` (``Re s``), by :func:`mechanisms._tilts.log_shift_error` with this mechanism's own real-axis
+        upper bounds (``-inf`` where ``t`` is exact, as at the dampings the accountants choose)."""
+        values, inverse = np.unique(np.asarray(real, dtype=np.float64), return_inverse=True)
+        t, offset = _tilts.two_sum(-1.0, -values)
+        widen = _tilts.log_shift_error(lambda points: self.log_mgf_upper(points, Direction.REMOVE), t, offset)
+        return np.asarray(widen)[inverse]
 
     def _log_mgf_enclosure(self, s):
         """Remove direction at a 1-D complex array; closed forms have no error beyond rounding."""
@@ -322,8 +334,16 @@ class Mechanism(abc.ABC):
     def log_mgf_upper(self, s: ArrayLike, direction: Direction) -> np.ndarray:
         """A proven upper bound on ``log M(s)`` at real ``s`` (arrays; for Chernoff bounds and searches, which
         need no more). Default: the real part of :meth:`log_mgf` (itself the upper end of an enclosure where the
-        characteristic function is enclosed)."""
-        return np.real(self.log_mgf(np.asarray(s, dtype=np.float64), direction))
+        characteristic function is enclosed). The add direction's argument ``-1 - s`` is rounded: where it is not
+        exact, the larger of the values at the two floats around it (``log M`` is convex at real arguments)."""
+        arr = np.asarray(s, dtype=np.float64)
+        value = np.array(np.real(self.log_mgf(arr, direction)), dtype=np.float64)
+        if direction is Direction.ADD and not self.log_mgf_is_closed_form:
+            t, offset = _tilts.two_sum(-1.0, -arr)
+            where, other = _tilts.convex_bracket(t, offset)
+            if where.any():
+                value[where] = np.maximum(value[where], np.real(self.log_mgf(other, Direction.REMOVE)))
+        return value[()]
 
     #: Whether :meth:`delta_bounds_one_run` gives proven bounds on the exact privacy profile of one run.
     has_exact_profile = False

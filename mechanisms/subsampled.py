@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import fractions
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
+from dpledger.mechanisms import _logmath, _tilts, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.relations import Direction
@@ -365,7 +366,8 @@ class PoissonSubsampled(Mechanism):
         out = np.zeros(arr.shape)
         positive = arr > 0.0
         if positive.any():
-            out[positive] = _logmath.mul_up(arr[positive], self.rdp(1.0 + arr[positive]))
+            # D_alpha does not decrease with alpha: at the order 1 + s rounded up, s D is still an upper bound
+            out[positive] = _logmath.mul_up(arr[positive], self.rdp(_logmath.add_up(1.0, arr[positive])))
         if (arr < 0.0).any():
             out[~positive & (arr != 0.0)] = Mechanism.log_mgf_upper(self, arr[~positive & (arr != 0.0)], direction)
         return out
@@ -394,7 +396,7 @@ class PoissonSubsampled(Mechanism):
         mechanisms = list(mechanisms)
         arr = np.asarray(s, dtype=np.float64).reshape(-1)
         out = np.empty((len(mechanisms), arr.size))
-        orders = 1.0 + arr
+        orders = _logmath.add_up(1.0, arr)  # rounded up, as in log_mgf_upper
         batchable = direction is Direction.REMOVE and arr.size > 0 and bool(np.all(arr > 0.0))
         frac = (orders != np.round(orders)) & (orders <= subsampled_rdp.EXACT_MAX_ORDER)
         groups = {}
@@ -424,17 +426,9 @@ class PoissonSubsampled(Mechanism):
         return out.reshape((len(mechanisms),) + np.shape(s))
 
     def _enclosure(self, s):
-        """The base's proven ``F(1 + s)`` (remove direction), grouped by the real part of ``s``."""
+        """The base's proven ``F(1 + s)`` (remove direction) at complex ``s`` (:func:`tilted_enclosure`)."""
         flat = np.asarray(s, dtype=np.complex128).reshape(-1)
-        value, error = np.empty(flat.shape, dtype=np.complex128), np.empty(flat.shape)
-        if flat.size > 1 and not flat.imag.any():  # Chernoff searches, dampings: many tilts, one shared layout
-            tilts, inverse = np.unique(flat.real, return_inverse=True)
-            values, errors = self.mechanism.subsampled_log_f_real_enclosure(1.0 + tilts, self.sampling_probability)
-            return values[inverse].reshape(np.shape(s)), errors[inverse].reshape(np.shape(s))
-        for a in np.unique(flat.real):
-            sel = flat.real == a
-            value[sel], error[sel] = self.mechanism.subsampled_log_f_enclosure(
-                1.0 + a, flat.imag[sel], self.sampling_probability)
+        value, error = tilted_enclosure(self.mechanism, self.sampling_probability, flat)
         return value.reshape(np.shape(s)), error.reshape(np.shape(s))
 
     def _log_mgf_enclosure(self, s):
@@ -480,8 +474,55 @@ class PoissonSubsampled(Mechanism):
         if q == 1.0:
             return self.mechanism.log_mgf_sup(real_part, u_min)
         if self.mechanism.has_subsampled_enclosure:
-            return self.mechanism.subsampled_log_f_sup(1.0 + real_part, u_min, q)
+            return tilted_sup(self.mechanism, q, real_part, u_min)
         if self._two_point_base():
             return Mechanism.log_mgf_sup(self, real_part, u_min)
         quad = self._quadrature(np.array([complex(real_part, 0.0)]))  # covers the tilt 1 + real_part
         return privacy_loss.subsampled_log_f_sup(1.0 + real_part, u_min, q, quad)
+
+
+def tilted_enclosure(base: Mechanism, q: float, s: np.ndarray, cut: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+    """``(log F~, log E)`` of ``F(1 + s) = E_B[(1 - q + q dA/dB)^(1 + s)]`` (the remove direction's ``M(s)``; the
+    body ``F_b`` of :mod:`mechanisms.subsampled_body` for a finite ``cut``) at a 1-D complex array ``s``, from the
+    base's proven enclosures (grouped by real part; an array of real arguments through its batched real-axis
+    enclosure, one shared layout).
+
+    The base encloses ``F`` at the float ``z~ = fl(1 + Re s)``; where that float is not the exact ``1 + Re s``
+    (:func:`mechanisms._tilts.two_sum` gives the offset), the error is widened by
+    :func:`mechanisms._tilts.log_shift_error` with the base's real-axis upper bounds, so the enclosure holds at the
+    exact argument."""
+    keyword = {} if math.isinf(cut) else {"cut": cut}
+
+    def log_upper(points):
+        values, errors = base.subsampled_log_f_real_enclosure(points, q, **keyword)
+        return np.logaddexp(np.real(values), errors)
+
+    tilts, inverse = np.unique(s.real, return_inverse=True)
+    z, offset = _tilts.two_sum(1.0, tilts)
+    widen = _tilts.log_shift_error(log_upper, z, offset)
+    if s.size > 1 and not s.imag.any():  # Chernoff searches, dampings: many tilts, one shared layout
+        values, errors = base.subsampled_log_f_real_enclosure(z, q, **keyword)
+        return np.asarray(values)[inverse], np.logaddexp(errors, widen)[inverse]
+    value, error = np.empty(s.shape, dtype=np.complex128), np.empty(s.shape)
+    for i, a in enumerate(z):
+        sel = inverse == i
+        value[sel], error[sel] = base.subsampled_log_f_enclosure(float(a), s.imag[sel], q, **keyword)
+        error[sel] = np.logaddexp(error[sel], widen[i])
+    return value, error
+
+
+def tilted_sup(base: Mechanism, q: float, real_part: float, u_min: float, cut: float = math.inf) -> float:
+    """The base's proven bound on ``sup_{|u| >= u_min} log |F(1 + real_part + iu)|`` (``F_b`` for a finite
+    ``cut``), at the float ``fl(1 + real_part)`` and widened by :func:`mechanisms._tilts.log_shift_error` where that
+    float is not exact (a bound on the difference at every ``u`` bounds the difference of the suprema)."""
+    keyword = {} if math.isinf(cut) else {"cut": cut}
+    z, offset = _tilts.two_sum(1.0, float(real_part))
+    value = base.subsampled_log_f_sup(float(z), u_min, q, **keyword)
+    if offset == 0.0:
+        return value
+
+    def log_upper(points):
+        values, errors = base.subsampled_log_f_real_enclosure(points, q, **keyword)
+        return np.logaddexp(np.real(values), errors)
+
+    return float(np.logaddexp(value, _tilts.log_shift_error(log_upper, float(z), float(offset))))

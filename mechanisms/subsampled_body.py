@@ -33,7 +33,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _body_series, _logmath, _validate, subsampled_gaussian_cf
+from dpledger.mechanisms import _body_series, _logmath, _tilts, _validate, subsampled, subsampled_gaussian_cf
 from dpledger.mechanisms.subsampled import PoissonSubsampled
 
 __all__ = ["RemoveBody", "CUT_MAX_SAMPLING"]
@@ -54,8 +54,9 @@ class RemoveBody:
 
     ``mechanism`` must be a Poisson-subsampled Gaussian (a base with a proven subsampled enclosure and a Gaussian
     loss, ``0 < sampling_probability < 1``); ``cut`` a real number or ``+inf`` (then the body is the whole law).
-    Every method returns proven bounds on the body's transform ``M_b(s) = F_b(1 + s)``, remove direction, for the
-    float argument ``1 + s`` as :class:`~mechanisms.subsampled.PoissonSubsampled` evaluates its own ``M``.
+    Every method returns proven bounds on the body's transform ``M_b(s) = F_b(1 + s)``, remove direction, at the
+    exact ``1 + s`` (where its float is not exact, the bounds are widened as
+    :class:`~mechanisms.subsampled.PoissonSubsampled` widens its own ``M``'s: :mod:`mechanisms._tilts`).
 
     Examples
     --------
@@ -104,23 +105,17 @@ class RemoveBody:
         flat = arr.reshape(-1)
         if not np.isfinite(flat).all():
             raise ValueError(f"`s` of RemoveBody.log_mgf_enclosure must be finite; got {flat[~np.isfinite(flat)][0]}.")
-        base, q = self.mechanism.mechanism, self.mechanism.sampling_probability
-        if flat.size > 1 and not flat.imag.any():
-            tilts, inverse = np.unique(flat.real, return_inverse=True)
-            values, errors = base.subsampled_log_f_real_enclosure(1.0 + tilts, q, cut=self.cut)
-            return values[inverse].reshape(arr.shape), errors[inverse].reshape(arr.shape)
-        value, error = np.empty(flat.shape, dtype=np.complex128), np.empty(flat.shape)
-        for a in np.unique(flat.real):
-            sel = flat.real == a
-            value[sel], error[sel] = base.subsampled_log_f_enclosure(1.0 + a, flat.imag[sel], q, cut=self.cut)
+        value, error = subsampled.tilted_enclosure(
+            self.mechanism.mechanism, self.mechanism.sampling_probability, flat, cut=self.cut)
         return value.reshape(arr.shape), error.reshape(arr.shape)
 
     def log_mgf_upper(self, s: ArrayLike) -> np.ndarray:
         """Proven upper bounds on ``log M_b(s)`` at real ``s`` (any shape, batched). At ``s >= 0`` with a finite cut:
         the binomial sum of :mod:`mechanisms._body_series` (exact at integer tilts, the chord of the convex ``log
         M_b`` between them; a few hundred terms where the enclosure lays out panels near a steep cut at every
-        tilt). Elsewhere the enclosure's value plus its error, ``log(e^value + e^log_err)``, raised by ``1e-12``
-        relative and absolute for its own rounding."""
+        tilt), at ``fl(1 + s)`` and, where that is not exact, also at its neighbour beyond ``1 + s``, the larger of
+        the two (``log M_b`` is convex). Elsewhere the enclosure's value plus its error, ``log(e^value +
+        e^log_err)``, raised by ``1e-12`` relative and absolute for its own rounding."""
         arr = np.asarray(s, dtype=np.float64)
         if not np.isfinite(arr).all():
             raise ValueError(f"`s` of RemoveBody.log_mgf_upper must be finite; got {arr[~np.isfinite(arr)][0]}.")
@@ -131,9 +126,15 @@ class RemoveBody:
         upper = np.empty(tilts.shape)
         series = (tilts >= 0.0) & math.isfinite(self.cut)
         if series.any():
-            upper[series] = _body_series.log_body_upper(1.0 + tilts[series], q, self._mu, self.cut)
+            # at the exact 1 + s, between fl(1 + s) and its neighbour, the convex log F_b is at most the larger
+            z, offset = _tilts.two_sum(1.0, tilts[series])
+            values = _body_series.log_body_upper(z, q, self._mu, self.cut)
+            where, other = _tilts.convex_bracket(z, offset)
+            if where.any():
+                values[where] = np.maximum(values[where], _body_series.log_body_upper(other, q, self._mu, self.cut))
+            upper[series] = values
         if (~series).any():
-            values, errors = base.subsampled_log_f_real_enclosure(1.0 + tilts[~series], q, cut=self.cut)
+            values, errors = subsampled.tilted_enclosure(base, q, tilts[~series].astype(np.complex128), cut=self.cut)
             upper[~series] = _logmath.widen_up(np.logaddexp(values.real, errors), 1e-12, 1e-12)
         return upper[inverse].reshape(arr.shape)
 
@@ -144,5 +145,5 @@ class RemoveBody:
         ``u``)."""
         real_part = _validate.real(real_part, "real_part", "RemoveBody.log_mgf_sup")
         u_min = _validate.nonnegative(u_min, "u_min", "RemoveBody.log_mgf_sup")
-        return self.mechanism.mechanism.subsampled_log_f_sup(
-            1.0 + real_part, u_min, self.mechanism.sampling_probability, cut=self.cut)
+        return subsampled.tilted_sup(
+            self.mechanism.mechanism, self.mechanism.sampling_probability, real_part, u_min, cut=self.cut)

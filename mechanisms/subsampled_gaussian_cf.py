@@ -7,7 +7,9 @@ With ``mu = 1 / noise_multiplier``, ``g`` the sampling probability, ``X ~ N(0, 1
 the remove direction of thesis Thm 3.3.5 has ``M(s) = F(1 + s)`` and the add direction ``M(s) = F(-s)``
 (:mod:`mechanisms.privacy_loss`). This module computes, for ``z = a + iv``, a value ``F~`` and a bound ``E`` with
 ``|F(z) - F~| <= E`` (:func:`log_f_enclosure`), and a bound on ``sup_{|v| >= V} |F(a + iv)|``
-(:func:`log_f_sup`). Every step is bounded:
+(:func:`log_f_sup`). ``a`` is the float it is given: the privacy loss's ``M(s)`` sits at ``1 + s`` or ``-s``, and
+:func:`mechanisms.subsampled.tilted_enclosure` bounds what rounding ``1 + s`` costs (:mod:`mechanisms._tilts`).
+Every step is bounded:
 
 **Analyticity.** ``f(x) = phi(x) B(x)^z`` (principal power) is analytic where ``B`` stays off ``(-inf, 0]``; for
 ``x + iy`` with ``0 <= mu |y| < pi``, ``B = (1 - g) + g w(x) e^(i mu y)`` lies in the cone between the directions
