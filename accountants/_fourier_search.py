@@ -480,8 +480,8 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         return Bounds(0.0, 0.0, floor), None
     tolerance = rtol * delta / 16.0
     # The first plan may take a smaller damping for a shorter period (make_plan's ``shorten``); if it misses the
-    # accuracy, the search starts again from the Chernoff bracket without it.
-    start, shorten = (hi, kappa), True
+    # accuracy, the search plans again, without it, at the certified upper epsilon it found.
+    shorten = True
     for _ in range(5):
         # Errors shrink as epsilon grows, so a plan made at a lower epsilon holds above it: plan at 0.8 x the
         # Chernoff bracket first (the answer usually lies above), but not more than 3 / kappa below it (the
@@ -510,7 +510,10 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         if at_upper.upper - at_upper.lower <= rtol * max(at_upper.estimate, 1e-300) or upper == 0.0:
             break
         if shorten:
-            (hi, kappa), shorten = start, False
+            # the shortened plan missed rtol but its certified upper epsilon stands: plan again there, unshortened
+            # (where the Chernoff bracket is far above the answer, as for few runs of little noise, a plan at the
+            # bracket would be long and would still miss the answer's accuracy)
+            hi, kappa, shorten = upper, None, False
             continue
         # The plan was made for the Chernoff bracket; the errors grow below it. Plan again at the epsilon
         # found (same tolerance); only if that was already done, tighten the tolerance.

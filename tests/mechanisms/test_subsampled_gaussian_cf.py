@@ -200,3 +200,22 @@ def test_dot_product_phase_sums_contain_the_mpmath_sums(j, count, d, v0, scale, 
         for k in rng.choice(count, size=min(count, 5), replace=False):
             exact = mp.fsum(cj * mp.expj(mp.mpf(float(v[k])) * rj) for rj, cj in zip(rs, cs))
             assert abs(complex(exact) - sums[k]) <= bound, (k, abs(complex(exact) - sums[k]), bound)
+
+
+def test_long_lines_are_split_into_evenly_spaced_runs_the_fft_can_take():
+    """An octave of more than _FFT_MAX_FREQUENCIES frequencies is summed in consecutive runs of at most that many,
+    each evenly spaced (so each takes the non-uniform FFT), and the work limit counts what that costs."""
+    step = 0.25
+    v = 1.0 + step * np.arange(3 * cf._FFT_MAX_FREQUENCIES + 17)
+    keys = cf._group_keys(v)
+    octaves = np.ceil(np.log2(v))
+    for key in np.unique(keys):
+        sel = np.flatnonzero(keys == key)
+        assert sel.size <= cf._FFT_MAX_FREQUENCIES
+        assert np.all(np.diff(sel) == 1) and np.unique(octaves[sel]).size == 1
+        if sel.size >= 256:
+            assert cf._uniform_line(v[sel], 10**5) is not None
+            assert cf._sum_work(v[sel], 10**5) < sel.size * 10**5
+    assert cf._sum_work(v[:100], 10**5) == 100 * 10**5  # too short for the FFT: summed directly
+    uneven = np.sort(np.random.default_rng(1).uniform(1.0, 2.0, 1000))
+    assert cf._uniform_line(uneven, 10**5) is None and cf._sum_work(uneven, 10**5) == 1000 * 10**5
