@@ -13,7 +13,7 @@ benchmarks/RESULTS.md.
 
 import time
 
-from benchmarks._common import machine_description, markdown_table, optional_import, quiet
+from benchmarks._common import Section, machine_description, markdown_table, optional_import, quiet
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
@@ -63,19 +63,17 @@ def run():
     headers = ["steps", "sigma", "q", "dpledger label", "dpledger interval", "dpledger s"]
     for h in STEPS_H:
         headers += [f"PLD h={h:g} (rel. above our upper)", f"PLD h={h:g} s"]
-    text = "\n".join([
-        "## Fourier against PLD at matched accuracy (issue 14)",
-        "",
+    body = "\n".join([
         f"Command: `python -m benchmarks.bench_fourier_matched_pld`; delta = {DELTA:g}; one fresh call each.",
         "",
         markdown_table(headers, rows),
         "",
         "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
     ])
-    print()
-    print(text)
-    return text
+    return [Section("Fourier against PLD at matched accuracy (issue 14)", body)]
 
 
 if __name__ == "__main__":
-    run()
+    for section in run():
+        print()
+        print(section.markdown())
