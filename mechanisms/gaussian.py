@@ -10,7 +10,15 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss, subsampled_gaussian_cf, subsampled_rdp
+from dpledger.mechanisms import (
+    _logmath,
+    _validate,
+    loss_buckets,
+    privacy_loss,
+    subsampled_gaussian_cf,
+    subsampled_gaussian_decay,
+    subsampled_rdp,
+)
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.relations import Direction
 
@@ -180,8 +188,8 @@ class GaussianMechanism(Mechanism):
         self, a: float, v_min: float, sampling_probability: float, *, cut: float = math.inf
     ) -> float:
         """Proven decay bound, of ``F`` or (finite ``cut``) of ``F_b``
-        (:func:`mechanisms.subsampled_gaussian_cf.log_f_sup`)."""
-        return subsampled_gaussian_cf.log_f_sup(
+        (:func:`mechanisms.subsampled_gaussian_decay.log_f_sup`)."""
+        return subsampled_gaussian_decay.log_f_sup(
             a, v_min, sampling_probability, 1.0 / self.noise_multiplier, **_cut_keyword(cut))
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):

@@ -443,7 +443,7 @@ class PoissonSubsampled(Mechanism):
     def remove_body(self, log_mass: float) -> RemoveBody | None:
         """The body of the remove-direction law whose tail has mass at most ``e^log_mass``
         (:class:`~mechanisms.subsampled_body.RemoveBody`, cut by
-        :func:`~mechanisms.subsampled_gaussian_cf.cut_for_tail_mass`); ``None`` where there is no proven
+        :func:`~mechanisms.subsampled_body.cut_for_tail_mass`); ``None`` where there is no proven
         enclosure to cut (a base other than the Gaussian, ``sampling_probability`` 0 or 1) and where cutting does
         not pay (``sampling_probability`` above :data:`~mechanisms.subsampled_body.CUT_MAX_SAMPLING`).
 
@@ -452,7 +452,7 @@ class PoissonSubsampled(Mechanism):
         ``delta_b(eps) <= delta(eps) <= delta_b(eps) + 1 - (1 - p)^k``. ``log_mass = -inf`` gives the whole law
         (``cut = inf``).
         """
-        from dpledger.mechanisms import subsampled_body, subsampled_gaussian_cf
+        from dpledger.mechanisms import subsampled_body
 
         log_mass = _validate.real(log_mass, "log_mass", "PoissonSubsampled.remove_body", allow_inf=True)
         if not log_mass < 0.0:
@@ -461,7 +461,7 @@ class PoissonSubsampled(Mechanism):
         if (q in (0.0, 1.0) or not self.mechanism.has_subsampled_enclosure or noise is None
                 or q > subsampled_body.CUT_MAX_SAMPLING):
             return None
-        cut = subsampled_gaussian_cf.cut_for_tail_mass(q, 1.0 / noise, log_mass)
+        cut = subsampled_body.cut_for_tail_mass(q, 1.0 / noise, log_mass)
         return subsampled_body.RemoveBody(self, cut)
 
     def log_mgf_sup(self, real_part: float, u_min: float) -> float:

@@ -22,7 +22,8 @@ tail), of mass ``p = int_c^inf phi B = (1 - g) Phi(-c) + g Phi(mu - c)``. Facts 
   (the expectation is linear in the measure; the accountant's inversion applies to it as to ``M^k``).
 
 :class:`RemoveBody` holds the cut and offers the body's proven transform; the accountant chooses the cut
-(:meth:`PoissonSubsampled.remove_body <mechanisms.subsampled.PoissonSubsampled.remove_body>`) and charges the tail.
+(:meth:`PoissonSubsampled.remove_body <mechanisms.subsampled.PoissonSubsampled.remove_body>`, which places it by
+:func:`cut_for_tail_mass`) and charges the tail (:func:`log_tail_mass`, a proven upper bound on ``log p``).
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import optimize, special
 
-from dpledger.mechanisms import _body_series, _logmath, _tilts, _validate, subsampled, subsampled_gaussian_cf
+from dpledger.mechanisms import _body_series, _logmath, _tilts, _validate, subsampled
 from dpledger.mechanisms.subsampled import PoissonSubsampled
+from dpledger.mechanisms.subsampled_gaussian_cf import _U, _checked_cut, _slack
 
-__all__ = ["RemoveBody", "CUT_MAX_SAMPLING"]
+__all__ = ["CUT_MAX_SAMPLING", "RemoveBody", "cut_for_tail_mass", "log_tail_mass"]
 
 #: Largest sampling probability for which :meth:`PoissonSubsampled.remove_body
 #: <mechanisms.subsampled.PoissonSubsampled.remove_body>` offers a body: a performance choice, never a soundness one.
@@ -91,8 +94,8 @@ class RemoveBody:
     @property
     def log_tail_mass(self) -> float:
         """A proven upper bound on ``log p``, ``p = P(X > cut)`` the tail's mass
-        (:func:`mechanisms.subsampled_gaussian_cf.log_tail_mass`); ``-inf`` for ``cut = inf``."""
-        return subsampled_gaussian_cf.log_tail_mass(self.mechanism.sampling_probability, self._mu, self.cut)
+        (:func:`log_tail_mass`); ``-inf`` for ``cut = inf``."""
+        return log_tail_mass(self.mechanism.sampling_probability, self._mu, self.cut)
 
     def log_mgf_enclosure(self, s: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``(value, log_err)`` with ``|M_b(s) - e^value| <= e^log_err`` at complex ``s`` of any shape.
@@ -140,10 +143,69 @@ class RemoveBody:
 
     def log_mgf_sup(self, real_part: float, u_min: float) -> float:
         """A proven bound on ``sup_{|u| >= u_min} log |M_b(real_part + iu)|``
-        (:func:`mechanisms.subsampled_gaussian_cf.log_f_sup` with the cut: the shifted contour plus its vertical
+        (:func:`mechanisms.subsampled_gaussian_decay.log_f_sup` with the cut: the shifted contour plus its vertical
         side at the cut; the body's density jumps there, so the bound decays only like ``1 / u`` at large
         ``u``)."""
         real_part = _validate.real(real_part, "real_part", "RemoveBody.log_mgf_sup")
         u_min = _validate.nonnegative(u_min, "u_min", "RemoveBody.log_mgf_sup")
         return subsampled.tilted_sup(
             self.mechanism.mechanism, self.mechanism.sampling_probability, real_part, u_min, cut=self.cut)
+
+
+def log_tail_mass(g: float, mu: float, cut: float) -> float:
+    """A proven upper bound on ``log p``, ``p = int_cut^inf phi(x) B(x) dx``: the remove direction's mass beyond the
+    cut (module docstring).
+
+    ``phi(x) w(x) = phi(x - mu)``, so ``p = (1 - g) Phi(-cut) + g Phi(mu - cut)``, computed as a ``logaddexp`` of
+    ``log1p(-g) + log_ndtr(-cut)`` and ``log g + log_ndtr(mu - cut)``. Each term is raised by its error:
+    ``log_ndtr`` taken good to ``1e-13`` relative (scipy's is to a few ulps; the tests check it against mpmath);
+    the rounding of ``mu - cut`` (``u`` of it) moves ``log Phi`` by at most ``u |x| (|x| + 1)``, since ``d log
+    Phi(x) / dx = phi(x) / Phi(x) <= |x| + 1`` (for ``x < 0`` from the Mills-ratio bound ``Phi(-t) / phi(t) >=
+    (sqrt(t^2 + 4) - t) / 2``, Birnbaum 1942; for ``x >= 0`` it is at most ``phi(0) / Phi(0) < 1``); ``log1p``,
+    ``log`` and the sums add a few ``u`` of the magnitudes. The ``logaddexp`` is then widened by ``1e-12``
+    relative and absolute (``_slack``), far above its own few roundings, and capped at 0 (``p <= 1``).
+    ``cut = inf`` gives ``-inf`` (no tail).
+    """
+    g = _validate.open_unit_interval(g, "g", "log_tail_mass")
+    mu = _validate.positive(mu, "mu", "log_tail_mass")
+    cut = _checked_cut(cut)
+    if cut == math.inf:
+        return -math.inf
+    log_keep, log_g = math.log1p(-g), math.log(g)
+    arg = mu - cut
+    l1, l2 = float(special.log_ndtr(-cut)), float(special.log_ndtr(arg))
+    e1 = 1e-13 * abs(l1) + 2.0 * _U * (abs(log_keep) + abs(l1))
+    e2 = 1e-13 * abs(l2) + _U * abs(arg) * (abs(arg) + 1.0) + 2.0 * _U * (abs(log_g) + abs(l2))
+    value = float(np.logaddexp(log_keep + l1 + 2.0 * e1, log_g + l2 + 2.0 * e2))
+    return min(_slack(value), 0.0)
+
+
+def cut_for_tail_mass(g: float, mu: float, log_mass: float) -> float:
+    """A cut with ``log_tail_mass(g, mu, cut) <= log_mass`` (``log_mass < 0``; ``-inf`` gives ``inf``).
+
+    ``p`` decreases in the cut: the root of ``log_tail_mass(cut) = log_mass`` is bracketed by doubling and found by
+    Brent's method to ``1e-12``; the cut returned is then checked with :func:`log_tail_mass` itself and moved up
+    (doubling steps from ``1e-14`` relative) until the check passes, so the target holds for the float returned.
+    """
+    g = _validate.open_unit_interval(g, "g", "cut_for_tail_mass")
+    mu = _validate.positive(mu, "mu", "cut_for_tail_mass")
+    log_mass = _validate.real(log_mass, "log_mass", "cut_for_tail_mass", allow_inf=True)
+    if not log_mass < 0.0:
+        raise ValueError(f"`log_mass` of cut_for_tail_mass must be below 0 (a mass below 1); got {log_mass}.")
+    if log_mass == -math.inf:
+        return math.inf
+
+    def excess(c):
+        return log_tail_mass(g, mu, c) - log_mass
+
+    lo, hi = -1.0, max(2.0 * mu, 1.0)
+    while excess(lo) <= 0.0:  # p -> 1 as the cut -> -inf, and log_mass < 0
+        lo *= 2.0
+    while excess(hi) > 0.0:
+        hi *= 2.0
+    cut = float(optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-15))
+    step = 1e-14 * max(abs(cut), 1.0)
+    while excess(cut) > 0.0:
+        cut += step
+        step *= 2.0
+    return cut

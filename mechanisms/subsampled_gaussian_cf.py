@@ -6,8 +6,9 @@ With ``mu = 1 / noise_multiplier``, ``g`` the sampling probability, ``X ~ N(0, 1
 
 the remove direction of thesis Thm 3.3.5 has ``M(s) = F(1 + s)`` and the add direction ``M(s) = F(-s)``
 (:mod:`mechanisms.privacy_loss`). This module computes, for ``z = a + iv``, a value ``F~`` and a bound ``E`` with
-``|F(z) - F~| <= E`` (:func:`log_f_enclosure`), and a bound on ``sup_{|v| >= V} |F(a + iv)|``
-(:func:`log_f_sup`). ``a`` is the float it is given: the privacy loss's ``M(s)`` sits at ``1 + s`` or ``-s``, and
+``|F(z) - F~| <= E`` (:func:`log_f_enclosure`; bounds on ``sup_{|v| >= V} |F(a + iv)|`` are in
+:mod:`mechanisms.subsampled_gaussian_decay`, the phase sums and their work limit in :mod:`mechanisms._phase_sums`).
+``a`` is the float it is given: the privacy loss's ``M(s)`` sits at ``1 + s`` or ``-s``, and
 :func:`mechanisms.subsampled.tilted_enclosure` bounds what rounding ``1 + s`` costs (:mod:`mechanisms._tilts`).
 Every step is bounded:
 
@@ -48,29 +49,15 @@ of at most 256 of them and the partial sums added in turn, which adds at most ``
 |terms|`` (the bound of a dot product of that length, Higham, *Accuracy and Stability*, Lemma 3.5 and eq. 3.4,
 once per level).
 
-**Decay.** For ``v > 0`` (``v < 0`` by symmetry) shift the contour to ``Im x = b`` with ``0 < mu b < pi`` (``f``
-is analytic in between and vanishes at both ends): ``|F(a + iv)| <= e^(b^2/2) cos(mu b/2)^min(a,0) int phi(x)
-B(x)^a e^(-|v| theta(x, b)) dx``, which decreases in ``|v|``, so its value at ``V`` bounds the supremum over
-``|v| >= V``. The integral is bounded above on cells (each factor at its largest on the cell; ``theta`` increases)
-plus the tails above, and minimised over a few ``b``.
-
 **Cut.** With a finite ``cut = c`` every function here encloses the body ``F_b(z) = int_(-inf)^c phi(x) B(x)^z dx``
 instead (``c = inf``: ``F`` itself, by the very same code path; :mod:`mechanisms.subsampled_body` states what the
 body is). Enclosure: the same proof on ``[X_lo, X_hi]`` with ``X_hi`` lowered to ``min(X_hi, c)`` (and ``X_lo`` to
 ``min(X_lo, c - width)``): the rough size that sets the targets, the zones, the pruning and the work check all use
 that range; the left tail is as above; the right tail is dropped when ``X_hi = c`` (the body has no mass beyond
 ``c``) and kept when ``X_hi < c`` (``int_(X_hi)^c <= int_(X_hi)^inf``). So the range stops growing with the tilt
-at the cut: at ``a = 1 + 1e4`` it is ``[-14, c]``. Decay: for ``v > 0`` and ``0 < mu b < pi``, Cauchy's theorem on
-the rectangle ``-R, c, c + ib, -R + ib`` (``f`` analytic on it; its left side vanishes as ``R -> inf``) gives
-``int_(-inf)^c f(x) dx = int_(-inf)^c f(x + ib) dx - i int_0^b f(c + iy) dy``, so ``|F_b(a + iv)|`` is at most the
-shifted bound above over ``x <= c`` plus ``int_0^b |f(c + iy)| dy``, where by (*), with ``|B^(iv)| = e^(-v arg B)
-= e^(-v theta)`` on this side, ``|f(c + iy)| <= phi(c) e^(y^2/2) B(c)^a cos(mu y/2)^min(a,0) e^(-v theta(c, y))``.
-That side is bounded on cells of ``[0, b]`` (:func:`_log_side`), decreases in ``v`` as the rest does, and is
-added before the minimum over ``b``. It decays only like ``1/v``: the body's density jumps at ``c``, and indeed
-``|F_b(a + iv)| ~ phi(c) B(c)^a / (v r'(c))`` for large ``v`` (``theta(c, y) ~ r'(c) y`` near 0). The shortcut
-that skips the bound at ``v = 0`` uses ``log F(a) >= 0`` outside ``(0, 1)``, false for the body; there a proven
-lower bound on ``log F_b(a)`` (a lower sum on the same cells, :func:`_log_lower_sum`) takes the place of 0. The
-tail's mass ``p = int_c^inf phi B`` has the closed form of :func:`log_tail_mass`.
+at the cut: at ``a = 1 + 1e4`` it is ``[-14, c]``. The body's decay bound is in
+:mod:`mechanisms.subsampled_gaussian_decay`; the tail's mass ``p = int_c^inf phi B`` has the closed form of
+:func:`mechanisms.subsampled_body.log_tail_mass`.
 """
 
 from __future__ import annotations
@@ -80,13 +67,13 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, special
+from scipy import special
 
-from dpledger.mechanisms import _logmath, _phase_fft, _validate
+from dpledger.mechanisms import _logmath, _validate
+from dpledger.mechanisms._phase_sums import _COLUMNS, _check_work, _group_keys, _phase_sums
 from dpledger.mechanisms.errors import NumericalError
 
-__all__ = [
-    "cut_for_tail_mass", "log_f_enclosure", "log_f_real_enclosure", "log_f_sup", "log_f_upper", "log_tail_mass"]
+__all__ = ["log_f_enclosure", "log_f_real_enclosure", "log_f_upper"]
 
 _U = 2.0**-53
 _N_NODES = 20
@@ -100,21 +87,9 @@ _MIN_HALF_LENGTH = 1e-6
 #: The rule's float64 nodes (absolute, on [-1, 1]) and weights (relative) are within these of the exact ones
 #: (each is the exact value rounded to nearest, :func:`_rule`; checked against mpmath by the tests).
 NODE_ERROR, WEIGHT_ERROR = 2.0**-53, 2.0**-52
-#: Columns (quadrature nodes) summed per matrix product: the rounding of a sum of N terms is bounded by
-#: (_COLUMNS + N / _COLUMNS + 2) u instead of (N + 2) u.
-_COLUMNS = 64
 #: Width of the gap or overlap between neighbouring panels, per unit of ``|x| + 6`` (see _panel_log_errors).
 _GAP = 8.0 * 2.0**-53
 _MAX_NODES = 1 << 21
-#: Largest matrix (entries) built at once by the frequency sums.
-_BLOCK_ENTRIES = 1 << 21
-#: Frequency-node pairs from which the certified non-uniform FFT replaces the matrix products.
-_FFT_WORK = 1 << 20
-#: Most frequencies one FFT-path group takes (its histograms hold ~24 x 2K complex numbers); a longer group is
-#: summed in runs of this many (:func:`_group_keys`).
-_FFT_MAX_FREQUENCIES = 1 << 17
-#: Most (frequency, node) pairs one enclosure may sum before it gives up (NumericalError, like the quadrature's).
-MAX_WORK = 1 << 30
 
 
 #: The 20-point Gauss-Legendre rule, each node and weight the exact value correctly rounded to float64 (computed
@@ -339,105 +314,6 @@ def _nodes(a, g, mu, h, centres):
 _SHORT_LINE = 256
 
 
-def _group_keys(v):
-    """One key per octave of ``|v|``; an octave of more than :data:`_FFT_MAX_FREQUENCIES` frequencies is split into
-    consecutive runs of that many (each still evenly spaced where ``v`` is, so each can take the FFT)."""
-    mag = np.abs(v)
-    octave = np.where(mag <= 1.0, 0, np.ceil(np.log2(np.maximum(mag, 1.0)))).astype(np.int64)
-    run = np.zeros(v.size, dtype=np.int64)
-    for key in np.unique(octave):
-        sel = np.flatnonzero(octave == key)
-        if sel.size > _FFT_MAX_FREQUENCIES:
-            run[sel] = np.arange(sel.size) // _FFT_MAX_FREQUENCIES
-    return octave * (v.size // _FFT_MAX_FREQUENCIES + 2) + run
-
-
-def _products(left, right):
-    """``left @ right.T`` (complex; each entry one dot product of at most :data:`_COLUMNS` terms) by numpy's own
-    single-threaded loops (``einsum``, no BLAS). A multithreaded BLAS wakes its idle threads for every product:
-    ~5-15 ms per call on a busy two-core machine, against ~0.1 ms for the product itself, and the enclosures ask
-    for one product per column block. The rounding bound is the caller's dot-product bound, which holds for any
-    order of summation (Higham, *Accuracy and Stability*, Lemma 3.5 and eq. 3.4)."""
-    return np.einsum("ij,kj->ik", left, right)
-
-
-def _uniform_line(v, nodes):
-    """``(k_c, shift)`` where :func:`_phase_sums` sums ``v`` (increasing) by the non-uniform FFT: enough work
-    (``K J >= _FFT_WORK``), ``256 <= K <= _FFT_MAX_FREQUENCIES`` and ``v`` within ``1e-9`` of the evenly spaced
-    line centred at ``k_c = K // 2`` (``shift`` bounds the distance); None otherwise."""
-    k = v.size
-    if not (256 <= k <= _FFT_MAX_FREQUENCIES and k * nodes >= _FFT_WORK):
-        return None
-    d = (v[-1] - v[0]) / (k - 1)
-    if not d > 0:
-        return None
-    k_c = k // 2
-    centred = v[k_c] + (np.arange(k) - k_c) * d
-    shift = float(np.max(np.abs(v - centred))) * (1.0 + 4.0 * _U) + 4.0 * _U * float(np.max(np.abs(v)))
-    return (k_c, shift) if shift <= 1e-9 * max(float(np.max(np.abs(v))), 1.0) else None
-
-
-#: Work of the non-uniform FFT, per node and per FFT element per level, in units of one direct (frequency, node)
-#: pair (about 20 Taylor powers, each a product and a histogram entry per node and a radix-2 FFT level per element).
-_FFT_NODE_COST, _FFT_LEVEL_COST = 48, 24
-
-
-def _sum_work(v, nodes):
-    """The phase sums' work in (frequency, node) pairs summed directly: ``K J``, or what the non-uniform FFT costs
-    where :func:`_phase_sums` takes it (``J`` histogram entries and ``N log2 N`` FFT work per power, ``N >= 2K``)."""
-    k = v.size
-    line = v if k < 2 or v[-1] >= v[0] else -v
-    if k < 64 or _uniform_line(line, nodes) is None:
-        return k * nodes
-    n = 1 << max(5, int(math.ceil(math.log2(k))) + 1)
-    return _FFT_NODE_COST * nodes + _FFT_LEVEL_COST * n * int(math.log2(n))
-
-
-def _phase_sums(v, r, c):
-    """``(sums, shift, phase_errors, sum_error)`` with ``sums[k] ~ sum_j c_j e^(i v_k r_j)``.
-
-    ``c`` is real, so a decreasing ``v`` (the add direction's nodes) is the conjugate of the sums at ``-v``
-    (exact). On an evenly spaced ``v`` with many frequencies and nodes, the certified non-uniform FFT of
-    :mod:`mechanisms._phase_fft` (``phase_errors`` per term, ``sum_error`` absolute); with fewer, each ``v_k`` is
-    split as ``v_b + m d`` (``b`` a block start, ``0 <= m < B``, ``B ~ sqrt(K)``), ``e^(i v_k r) = e^(i v_b r)
-    e^(i m d r)``, and the sums are one matrix product ``(c e^(i v_b r)) @ e^(i m d r)^T``: ``2 sqrt(K) J``
-    complex exponentials instead of ``K J`` (``phase_errors = 0``, ``sum_error = None``: the caller bounds the
-    dot products). ``shift`` bounds ``|v_k - (the split or centred value)|`` (0 for the direct path), whose phase
-    error ``|e^(i shift r) - 1| <= shift |r|`` the caller adds to each term's relative error.
-    """
-    k = v.size
-    if k >= 2 and v[-1] < v[0]:
-        sums, shift, phase_errors, sum_error = _phase_sums(-v, r, c)
-        return np.conj(sums), shift, phase_errors, sum_error
-    if k >= 64:
-        d = (v[-1] - v[0]) / (k - 1)
-        uniform = _uniform_line(v, r.size)
-        if uniform is not None:
-            k_c, shift = uniform
-            sums, phase_errors, sum_error = _phase_fft.phase_sums_uniform(float(v[k_c]), d, k_c, k, r, c)
-            return sums, shift, phase_errors, sum_error
-        size = int(np.ceil(np.sqrt(k)))
-        m = np.arange(k) % size
-        starts = v[np.arange(0, k, size)]
-        split = starts[np.arange(k) // size] + m * d
-        shift = float(np.max(np.abs(v - split))) * (1.0 + 4.0 * _U) + 4.0 * _U * float(np.max(np.abs(v)))
-        if d > 0 and shift <= 1e-9 * max(float(np.max(np.abs(v))), 1.0):
-            sums = np.zeros((starts.size, size), dtype=np.complex128)
-            width = _COLUMNS
-            for j in range(0, r.size, width):
-                blocks = np.exp(1j * np.outer(starts, r[j:j + width])) * c[j:j + width]  # (K/B, J)
-                steps = np.exp(1j * np.outer(np.arange(size) * d, r[j:j + width]))  # (B, J)
-                sums += _products(blocks, steps)
-            return sums.reshape(-1)[:k], shift, 0.0, None
-    sums = np.zeros(k, dtype=np.complex128)
-    rows = max(1, _BLOCK_ENTRIES // _COLUMNS)  # chunks of bounded size
-    for start in range(0, k, rows):
-        for j in range(0, r.size, _COLUMNS):
-            phase = np.exp(1j * np.outer(v[start:start + rows], r[j:j + _COLUMNS]))
-            sums[start:start + rows] += np.einsum("ij,j->i", phase, c[j:j + _COLUMNS])
-    return sums, 0.0, 0.0, None
-
-
 def log_f_enclosure(
     a: float, v: ArrayLike, g: float, mu: float, width: float = 14.0, *, cut: float = math.inf
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -459,21 +335,6 @@ def log_f_enclosure(
 def _log_f_real(a, g, mu, width, cut=math.inf):
     value, err = _log_f_enclosure(a, np.zeros(1), g, mu, width, cut)
     return complex(value[0]), float(err[0])
-
-
-def _check_work(v, nodes, v_top, done=0):
-    """The work limit, on what the phase sums cost (:func:`_sum_work`: ``K J`` pairs summed directly, far fewer
-    where the non-uniform FFT sums them; the privacy buckets, the alternative, are both slower and looser on the
-    narrow losses that need many nodes: sigma 0.6, q 1e-5, 100 steps took 23 s there for a 10% wide interval)."""
-    frequencies = v.size
-    work = done + _sum_work(v, nodes)
-    if work > MAX_WORK:
-        raise NumericalError(
-            f"the subsampled Gaussian's characteristic function at {frequencies} frequencies up to {v_top:.4g} "
-            f"needs {nodes} quadrature nodes each (the integrand oscillates that fast where it is large), beyond "
-            f"the work limit {MAX_WORK:.3g}; RDPAccountant answers such ledgers (looser)."
-        )
-    return work
 
 
 def _term_errors(x, r, h, log_w, log_c, abs_a, peak, v_top, g, mu):
@@ -545,104 +406,6 @@ def log_f_upper(a: float, g: float, mu: float, *, cut: float = math.inf) -> floa
     value plus its error)."""
     value, log_err = log_f_enclosure(a, np.zeros(1), g, mu, cut=cut)
     return _slack(float(np.logaddexp(value[0].real, log_err[0])))
-
-
-def log_f_sup(
-    a: float, v_min: float, g: float, mu: float, width: float = 14.0, cells: int = 1024, *, cut: float = math.inf
-) -> float:
-    """A proven upper bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (module docstring, "Decay"); for a finite
-    ``cut``, on ``log |F_b(a + iv)|`` (the shifted integral over ``x <= cut`` plus the contour's vertical side at
-    the cut, module docstring "Cut")."""
-    a, g, mu, v_min, cut = float(a), float(g), float(mu), abs(float(v_min)), _checked_cut(cut)
-    finite = cut < math.inf
-    if v_min == 0.0:
-        return log_f_upper(a, g, mu, cut=cut)
-    # ``trivial``, the bound at v = 0, is needed only where it may be the smaller: ``F`` is convex with ``F(0) =
-    # F(1) = 1``, so for ``a`` outside (0, 1) ``log F(a) >= 0`` and its proven upper bound is too; a decay bound
-    # at most 0 is then the minimum without it (the enclosure at v = 0 costs more than the rest here). The body
-    # has no such floor (``F_b(1) = 1 - p``, and ``F_b(a)`` may be far below 1): there a proven lower bound on
-    # ``log F_b(a)`` (:func:`_log_lower_sum`) plays the part of 0.
-    trivial = None if finite or a <= 0.0 or a >= 1.0 else log_f_upper(a, g, mu)
-    lo, hi, _ = _reference(a, g, mu, width, cut)
-    log_left, log_right = _log_tails(a, g, mu, lo, hi, cut)
-    edges = np.linspace(lo, hi, cells + 1)
-    x0, x1 = edges[:-1], edges[1:]
-    log_cell = np.log(x1 - x0) + _log_phi_max(x0, x1) + a * _r(x1 if a >= 0 else x0, g, mu)
-    if finite:  # the roundings of the cells' logs, which the final slack need not cover here (|a| may be large)
-        x_end = x1 if a >= 0 else x0
-        log_cell = log_cell + _log_cell_error(a, x0, x1, x_end, g, mu)
-    fractions = np.array([0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95])
-    b = fractions * np.pi / mu
-    b = b[b * b / 2.0 < 700.0]
-    if b.size == 0:
-        return log_f_upper(a, g, mu, cut=cut) if trivial is None else trivial
-    theta_lo = _theta(x0[:, None], b[None, :], g, mu) * (1.0 - 1e-12)  # a lower bound on theta on each cell
-    theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
-    inner = _lse(log_cell[:, None] - v_min * theta_lo, axis=0)
-    total = np.logaddexp(np.logaddexp(inner, log_left), log_right - v_min * theta_hi_end)
-    shifted = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0)) + total
-    if not finite:
-        bound = _slack(float(shifted.min()))
-        if trivial is None and bound <= 0.0:
-            return bound
-        return min(log_f_upper(a, g, mu) if trivial is None else trivial, bound)
-    bound = _slack(float(np.logaddexp(shifted, _log_side(a, v_min, g, mu, cut, b)).min()))
-    if bound <= _log_lower_sum(a, g, mu, x0, x1):
-        return bound
-    return min(log_f_upper(a, g, mu, cut=cut), bound)
-
-
-def _log_cell_error(a, x0, x1, x_end, g, mu):
-    """Bound on the rounding of ``log(x1 - x0) + log phi + a r(x_end)`` as computed for each cell: the
-    difference (``u`` relative, so ``2u`` in the log), the log (``u`` of its value), ``x^2/2`` and the constant
-    (``4u`` of the magnitudes), ``a r`` (``|a|`` times :func:`_r_error`, plus ``2u |a r|``), the three sums (``u``
-    of the magnitudes each); doubled."""
-    width = np.log(x1 - x0)
-    near = np.maximum(x0 * x0, x1 * x1)
-    r = _r(x_end, g, mu)
-    return 2.0 * (_U * (3.0 + np.abs(width)) + 4.0 * _U * (0.5 * near + 1.0) + abs(a) * _r_error(x_end, r, g, mu)
-                  + 5.0 * _U * np.abs(a * r) + 3.0 * _U * (np.abs(width) + 0.5 * near + 1.0))
-
-
-def _log_lower_sum(a, g, mu, x0, x1):
-    """A proven lower bound on ``log F_b(a)``: the cells ``[x0, x1]`` tile ``[lo, hi]``, part of ``(-inf, cut]``
-    where the integrand ``phi B^a`` is positive, so ``F_b(a)`` is at least the sum over cells of the length times
-    the integrand's smallest value (``phi`` at the end farther from 0, ``B^a`` at the left end for ``a >= 0``,
-    the right end otherwise), each log lowered by its rounding (:func:`_log_cell_error`) and the log-sum-exp by
-    a relative and absolute ``1e-12``."""
-    far = np.maximum(np.abs(x0), np.abs(x1))
-    x_end = x0 if a >= 0 else x1
-    log_cell = (np.log(x1 - x0) - 0.5 * far * far - _LOG_SQRT_2PI + a * _r(x_end, g, mu)
-                - _log_cell_error(a, x0, x1, x_end, g, mu))
-    total = float(_lse(log_cell))
-    return total - 1e-12 * (abs(total) + 1.0)
-
-
-def _log_side(a, v, g, mu, cut, b):
-    """For each ``b``, a bound on ``log int_0^b |f(cut + iy)| dy`` at frequency ``v >= 0`` (module docstring,
-    "Cut"): ``phi(cut) B(cut)^a`` times a sum over cells ``[y0, y1]`` of ``[0, b]`` (geometric towards 0, where
-    ``theta`` is smallest) of ``(y1 - y0) e^(y1^2/2) cos(mu y1/2)^min(a,0) e^(-v min(theta(y0), theta(y1)))``
-    (the first two factors increase in ``y``; ``theta(cut, .)`` rises then falls on ``[0, pi/mu)``, its ``y``-
-    derivative having the sign of ``t + c cos(mu y)``, ``t = g w(cut)``, ``c = 1 - g``, so its minimum on a cell
-    is at an end), every log raised by its rounding."""
-    steps = np.concatenate(([0.0], np.geomspace(1e-12, 1.0, 192)))
-    y = b[:, None] * steps[None, :]  # (B, n): the last column is b itself (geomspace ends exactly at 1)
-    y0, y1 = y[:, :-1], y[:, 1:]
-    theta = np.minimum(_theta(cut, y0, g, mu), _theta(cut, y1, g, mu)) * (1.0 - 1e-12)
-    width = np.log(y1 - y0)
-    cos = np.cos(mu * y1 / 2.0)
-    lean = min(a, 0.0)
-    # roundings: the width (as in _log_cell_error), y^2/2 (3u), log cos (the argument's rounding moves cos by at
-    # most 2u (mu y/2 + 1), relative to cos, and the log u), the products and the three sums (u each)
-    log_cells = width + 0.5 * y1 * y1 + lean * np.log(cos) - v * theta
-    log_cells = log_cells + 2.0 * (_U * (3.0 + np.abs(width)) + 3.0 * _U * 0.5 * y1 * y1
-                                   + abs(lean) * (2.0 * _U * (mu * y1 / 2.0 + 1.0) / cos + _U * np.abs(np.log(cos)))
-                                   + 4.0 * _U * (np.abs(width) + 0.5 * y1 * y1 + abs(lean * np.log(cos)) + v * theta))
-    r_cut = float(_r(cut, g, mu))
-    log_corner = -0.5 * cut * cut - _LOG_SQRT_2PI + a * r_cut
-    corner_error = 2.0 * (4.0 * _U * (0.5 * cut * cut + 1.0) + abs(a) * float(_r_error(cut, r_cut, g, mu))
-                          + 5.0 * _U * abs(a * r_cut))
-    return log_corner + corner_error + _lse(log_cells, axis=1)
 
 
 def log_f_real_enclosure(
@@ -769,60 +532,3 @@ def _log_tails_many(a, g, mu, lo, hi, cut=math.inf):
     return left, np.where(a >= 0, right_pos, right_neg)
 
 
-def log_tail_mass(g: float, mu: float, cut: float) -> float:
-    """A proven upper bound on ``log p``, ``p = int_cut^inf phi(x) B(x) dx``: the remove direction's mass beyond the
-    cut (module docstring, "Cut").
-
-    ``phi(x) w(x) = phi(x - mu)``, so ``p = (1 - g) Phi(-cut) + g Phi(mu - cut)``, computed as a ``logaddexp`` of
-    ``log1p(-g) + log_ndtr(-cut)`` and ``log g + log_ndtr(mu - cut)``. Each term is raised by its error:
-    ``log_ndtr`` taken good to ``1e-13`` relative (scipy's is to a few ulps; the tests check it against mpmath);
-    the rounding of ``mu - cut`` (``u`` of it) moves ``log Phi`` by at most ``u |x| (|x| + 1)``, since ``d log
-    Phi(x) / dx = phi(x) / Phi(x) <= |x| + 1`` (for ``x < 0`` from the Mills-ratio bound ``Phi(-t) / phi(t) >=
-    (sqrt(t^2 + 4) - t) / 2``, Birnbaum 1942; for ``x >= 0`` it is at most ``phi(0) / Phi(0) < 1``); ``log1p``,
-    ``log`` and the sums add a few ``u`` of the magnitudes. The ``logaddexp`` is then widened by ``1e-12``
-    relative and absolute (:func:`_slack`), far above its own few roundings, and capped at 0 (``p <= 1``).
-    ``cut = inf`` gives ``-inf`` (no tail).
-    """
-    g = _validate.open_unit_interval(g, "g", "log_tail_mass")
-    mu = _validate.positive(mu, "mu", "log_tail_mass")
-    cut = _checked_cut(cut)
-    if cut == math.inf:
-        return -math.inf
-    log_keep, log_g = math.log1p(-g), math.log(g)
-    arg = mu - cut
-    l1, l2 = float(special.log_ndtr(-cut)), float(special.log_ndtr(arg))
-    e1 = 1e-13 * abs(l1) + 2.0 * _U * (abs(log_keep) + abs(l1))
-    e2 = 1e-13 * abs(l2) + _U * abs(arg) * (abs(arg) + 1.0) + 2.0 * _U * (abs(log_g) + abs(l2))
-    value = float(np.logaddexp(log_keep + l1 + 2.0 * e1, log_g + l2 + 2.0 * e2))
-    return min(_slack(value), 0.0)
-
-
-def cut_for_tail_mass(g: float, mu: float, log_mass: float) -> float:
-    """A cut with ``log_tail_mass(g, mu, cut) <= log_mass`` (``log_mass < 0``; ``-inf`` gives ``inf``).
-
-    ``p`` decreases in the cut: the root of ``log_tail_mass(cut) = log_mass`` is bracketed by doubling and found by
-    Brent's method to ``1e-12``; the cut returned is then checked with :func:`log_tail_mass` itself and moved up
-    (doubling steps from ``1e-14`` relative) until the check passes, so the target holds for the float returned.
-    """
-    g = _validate.open_unit_interval(g, "g", "cut_for_tail_mass")
-    mu = _validate.positive(mu, "mu", "cut_for_tail_mass")
-    log_mass = _validate.real(log_mass, "log_mass", "cut_for_tail_mass", allow_inf=True)
-    if not log_mass < 0.0:
-        raise ValueError(f"`log_mass` of cut_for_tail_mass must be below 0 (a mass below 1); got {log_mass}.")
-    if log_mass == -math.inf:
-        return math.inf
-
-    def excess(c):
-        return log_tail_mass(g, mu, c) - log_mass
-
-    lo, hi = -1.0, max(2.0 * mu, 1.0)
-    while excess(lo) <= 0.0:  # p -> 1 as the cut -> -inf, and log_mass < 0
-        lo *= 2.0
-    while excess(hi) > 0.0:
-        hi *= 2.0
-    cut = float(optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-15))
-    step = 1e-14 * max(abs(cut), 1.0)
-    while excess(cut) > 0.0:
-        cut += step
-        step *= 2.0
-    return cut

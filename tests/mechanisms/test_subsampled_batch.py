@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, RandomizedResponse
 from dpledger.mechanisms import subsampled_gaussian_cf as cf
+from dpledger.mechanisms import subsampled_gaussian_decay as decay
 from dpledger.mechanisms import subsampled_rdp as sr
 from dpledger.mechanisms.relations import Direction
 from tests.oracles import privacy_profiles as pp
@@ -126,7 +127,7 @@ def test_the_decay_bound_skips_the_value_at_zero_only_where_it_cannot_be_smaller
     # log_f_sup leaves out log_f_upper(a) where the decay bound is <= 0 and a is outside (0, 1): there F(a) >= 1
     # (F convex, F(0) = F(1) = 1), so its proven upper bound is >= 0 and the minimum is the decay bound
     upper = cf.log_f_upper(a, g, 1.0 / sigma)
-    sup = cf.log_f_sup(a, v_min, g, 1.0 / sigma)
+    sup = decay.log_f_sup(a, v_min, g, 1.0 / sigma)
     assert sup <= upper
     if a <= 0.0 or a >= 1.0:
         assert upper >= 0.0

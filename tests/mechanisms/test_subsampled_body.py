@@ -14,7 +14,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
+from dpledger.mechanisms import subsampled_body as body_module
 from dpledger.mechanisms import subsampled_gaussian_cf as cf
+from dpledger.mechanisms import subsampled_gaussian_decay as decay
 from dpledger.mechanisms.relations import Direction
 from dpledger.mechanisms.subsampled_body import RemoveBody
 
@@ -134,7 +136,7 @@ def test_the_cut_is_not_ignored_at_a_huge_tilt():
 @example(1e-4, 0.5, 7.6)
 @example(0.999, 2.0, -3.0)
 def test_log_tail_mass_is_a_tight_upper_bound(g, mu, cut):
-    bound = cf.log_tail_mass(g, mu, cut)
+    bound = body_module.log_tail_mass(g, mu, cut)
     with mp.workdps(DPS):
         exact = mp.log(_tail(g, mu, cut))
         assert bound >= exact
@@ -145,24 +147,24 @@ def test_log_tail_mass_is_a_tight_upper_bound(g, mu, cut):
 @given(st.floats(-8.0, -1e-3).map(lambda e: 10.0**e), st.floats(0.05, 3.0), st.floats(-700.0, -0.01))
 @example(1e-4, 0.5, math.log(1e-13 / 1000))
 def test_cut_for_tail_mass_meets_its_target_and_no_more(g, mu, log_mass):
-    cut = cf.cut_for_tail_mass(g, mu, log_mass)
-    assert cf.log_tail_mass(g, mu, cut) <= log_mass
+    cut = body_module.cut_for_tail_mass(g, mu, log_mass)
+    assert body_module.log_tail_mass(g, mu, cut) <= log_mass
     with mp.workdps(DPS):
         assert mp.log(_tail(g, mu, cut)) >= log_mass - 1e-9 * (1.0 + abs(log_mass))  # not wastefully far out
 
 
 def test_tail_mass_edges_and_bad_input():
-    assert cf.log_tail_mass(0.1, 1.0, math.inf) == -math.inf
-    assert cf.cut_for_tail_mass(0.1, 1.0, -math.inf) == math.inf
-    assert cf.log_tail_mass(0.1, 1.0, -40.0) == 0.0  # p = 1 to float precision: capped at log 1
+    assert body_module.log_tail_mass(0.1, 1.0, math.inf) == -math.inf
+    assert body_module.cut_for_tail_mass(0.1, 1.0, -math.inf) == math.inf
+    assert body_module.log_tail_mass(0.1, 1.0, -40.0) == 0.0  # p = 1 to float precision: capped at log 1
     with pytest.raises(ValueError, match="`log_mass` of cut_for_tail_mass must be below 0"):
-        cf.cut_for_tail_mass(0.1, 1.0, 0.0)
+        body_module.cut_for_tail_mass(0.1, 1.0, 0.0)
     with pytest.raises(ValueError, match="`cut` .* must be a number; got nan"):
-        cf.log_tail_mass(0.1, 1.0, math.nan)
+        body_module.log_tail_mass(0.1, 1.0, math.nan)
     with pytest.raises(ValueError, match="must be a real number or \\+inf; got -inf"):
         cf.log_f_enclosure(1.0, np.ones(1), 0.1, 1.0, cut=-math.inf)
     with pytest.raises(ValueError, match="`g` of log_tail_mass"):
-        cf.log_tail_mass(1.0, 1.0, 3.0)
+        body_module.log_tail_mass(1.0, 1.0, 3.0)
 
 
 def _oracle_log_abs(a, v, g, mu, cut):
@@ -177,7 +179,7 @@ def _oracle_log_abs(a, v, g, mu, cut):
 def test_body_decay_bound_dominates_the_modulus_beyond_its_frequency(a, t, g, sigma, cut, factor):
     mu = 1.0 / sigma
     v_min = _v_within_reach(t, a, g, mu, cut) / factor
-    log_sup = cf.log_f_sup(a, v_min, g, mu, cut=cut)
+    log_sup = decay.log_f_sup(a, v_min, g, mu, cut=cut)
     for v in (v_min, v_min * factor):
         assert _oracle_log_abs(a, v, g, mu, cut) <= log_sup, (a, v, g, sigma, cut)
 
@@ -188,10 +190,10 @@ def test_the_vertical_side_at_the_cut_is_needed_and_counted(monkeypatch):
     ``|F_b|`` there (dropping the side would be wrong), the bound with the side stays above it, and not far."""
     g, mu, cut, a, v = 0.5, 1.0, 1.0, 1.0, 300.0
     exact = _oracle_log_abs(a, v, g, mu, cut)
-    bound = cf.log_f_sup(a, v, g, mu, cut=cut)
+    bound = decay.log_f_sup(a, v, g, mu, cut=cut)
     assert exact <= bound <= exact + 3.0
-    monkeypatch.setattr(cf, "_log_side", lambda *args: -np.inf)
-    assert cf.log_f_sup(a, v, g, mu, cut=cut) < exact - 1.0
+    monkeypatch.setattr(decay, "_log_side", lambda *args: -np.inf)
+    assert decay.log_f_sup(a, v, g, mu, cut=cut) < exact - 1.0
 
 
 def test_body_at_one_is_one_minus_the_tail_mass():
@@ -208,8 +210,8 @@ def _body(sigma=2.0, q=1e-4, log_mass=-40.0):
 def test_remove_body_is_the_cut_law_of_its_mechanism():
     m = PoissonSubsampled(GaussianMechanism(sigma=2.0), sampling_probability=1e-4)
     body = m.remove_body(-40.0)
-    assert body.mechanism is m and body.cut == cf.cut_for_tail_mass(1e-4, 0.5, -40.0)
-    assert body.log_tail_mass == cf.log_tail_mass(1e-4, 0.5, body.cut) <= -40.0
+    assert body.mechanism is m and body.cut == body_module.cut_for_tail_mass(1e-4, 0.5, -40.0)
+    assert body.log_tail_mass == body_module.log_tail_mass(1e-4, 0.5, body.cut) <= -40.0
     assert m.remove_body(-math.inf).cut == math.inf
     assert PoissonSubsampled(LaplaceMechanism(scale=1.0), sampling_probability=0.1).remove_body(-30.0) is None
     for q in (0.0, 1.0, 0.01):  # 0.01: above CUT_MAX_SAMPLING, where cutting does not pay
@@ -239,7 +241,7 @@ def test_remove_body_transform_goes_through_the_cut_enclosures():
     for z, val, err in zip(real, value, log_err):
         gap, bound = _gap(val, err, _oracle(mp.mpf(1.0 + z), 1e-4, 0.5, body.cut))
         assert gap <= bound
-    assert body.log_mgf_sup(1000.0, 1e5) == cf.log_f_sup(1001.0, 1e5, 1e-4, 0.5, cut=body.cut)
+    assert body.log_mgf_sup(1000.0, 1e5) == decay.log_f_sup(1001.0, 1e5, 1e-4, 0.5, cut=body.cut)
     gm = GaussianMechanism(sigma=2.0)
     assert gm.subsampled_log_f_sup(1001.0, 1e5, 1e-4, cut=body.cut) == body.log_mgf_sup(1000.0, 1e5)
 
@@ -277,7 +279,7 @@ def test_body_decay_bound_is_never_above_the_bound_at_zero_frequency(a, g, mu, c
     assert mp.log(_oracle(mp.mpf(a), g, mu, cut)) <= upper
     assert upper < -0.005  # the body's transform is below 1 here: log F(a) >= 0 would be false
     for v_min in (0.01, 0.3, 3.0):
-        assert cf.log_f_sup(a, v_min, g, mu, cut=cut) <= upper
+        assert decay.log_f_sup(a, v_min, g, mu, cut=cut) <= upper
     edges = np.linspace(*cf._reference(a, g, mu, 14.0, cut)[:2], 257)  # the floor that replaces 0: proven, close
-    floor = cf._log_lower_sum(a, g, mu, edges[:-1], edges[1:])
+    floor = decay._log_lower_sum(a, g, mu, edges[:-1], edges[1:])
     assert upper - 0.5 <= floor <= mp.log(_oracle(mp.mpf(a), g, mu, cut))

@@ -5,6 +5,8 @@ Every check compares with mpmath (tests/oracles/privacy_profiles.py, independent
 frequency, and the Gauss-Legendre rule's nodes and weights must be as accurate as the proof assumes.
 """
 
+import math
+
 import mpmath as mp
 import numpy as np
 import pytest
@@ -14,16 +16,18 @@ from hypothesis import strategies as st
 from dpledger.accountants import FourierAccountant
 from dpledger.accountants.report import BoundKind
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
+from dpledger.mechanisms import _phase_sums as phase_sums
 from dpledger.mechanisms import subsampled_gaussian_cf as cf
+from dpledger.mechanisms import subsampled_gaussian_decay as decay
 from tests.oracles import privacy_profiles as pp
 
 #: Oracle precision: Gauss-Legendre of degree 4 at 30 digits agrees with degree 5 far below the enclosures' 1e-13.
 DPS, DEGREE = 30, 4
 
 
-def _oracle_f(z, g, sigma):
+def _oracle_f(z, g, sigma, dps=DPS, degree=DEGREE):
     """``F(z) = E[(1 - g + g e^(X/sigma - 1/(2 sigma^2)))^z]`` through the remove direction ``M(s) = F(1 + s)``."""
-    return mp.exp(pp.subsampled_log_mgf(z - 1, g, "gaussian", sigma, "remove", dps=DPS, degree=DEGREE))
+    return mp.exp(pp.subsampled_log_mgf(z - 1, g, "gaussian", sigma, "remove", dps=dps, degree=degree))
 
 
 def _contains(a, v, g, sigma):
@@ -67,11 +71,16 @@ def test_enclosure_contains_the_mpmath_value(a, v, g, sigma):
 @settings(max_examples=8, deadline=None)
 @given(st.floats(-5.0, 20.0), st.floats(1.0, 300.0), st.floats(-4.0, -0.05).map(lambda e: 10.0**e),
        st.floats(0.6, 5.0), st.floats(1.0, 4.0))
+@example(11.0, 24.0, 0.1, 0.75, 1.0)  # |F| ~ e^-1.6 under F(a) ~ e^72: 32 digits cancel (the oracle needs ~50)
 def test_decay_bound_dominates_the_modulus_beyond_its_frequency(a, v_min, g, sigma, factor):
-    log_sup = cf.log_f_sup(a, v_min, g, 1.0 / sigma)
-    with mp.workdps(DPS):
+    log_sup = decay.log_f_sup(a, v_min, g, 1.0 / sigma)
+    # the oracle sums terms as large as F(a): its digits must reach below the bound (and its rule with them)
+    extra = max(0, math.ceil((cf.log_f_upper(a, g, 1.0 / sigma) - log_sup) / math.log(10.0)))
+    dps, degree = DPS + extra, DEGREE + (2 if extra > 10 else 0)
+    with mp.workdps(dps):
         for v in (v_min, v_min * factor):
-            assert mp.log(abs(_oracle_f(mp.mpc(a, v), g, sigma))) <= log_sup * (1 + 1e-12) + 1e-12, (a, v, g, sigma)
+            value = _oracle_f(mp.mpc(a, v), g, sigma, dps=dps, degree=degree)
+            assert mp.log(abs(value)) <= log_sup * (1 + 1e-12) + 1e-12, (a, v, g, sigma)
 
 
 def test_decay_bound_is_tight():
@@ -80,7 +89,7 @@ def test_decay_bound_is_tight():
     mu = 1.0 / 1.1
     for g, v, drop in ((0.5, 200.0, 12.0), (0.01, 2000.0, 3.5)):
         value, _ = cf.log_f_enclosure(2.0, np.array([v]), g, mu)
-        log_sup = cf.log_f_sup(2.0, v, g, mu)
+        log_sup = decay.log_f_sup(2.0, v, g, mu)
         assert value[0].real <= log_sup <= value[0].real + 0.5
         assert log_sup < cf.log_f_upper(2.0, g, mu) - drop
 
@@ -91,7 +100,7 @@ def test_mechanism_methods_are_the_module_functions():
     got = m.subsampled_log_f_enclosure(1.5, v, 0.1)
     want = cf.log_f_enclosure(1.5, v, 0.1, 1.0)
     np.testing.assert_array_equal(got[0], want[0])
-    assert m.subsampled_log_f_sup(1.5, 10.0, 0.1) == cf.log_f_sup(1.5, 10.0, 0.1, 1.0)
+    assert m.subsampled_log_f_sup(1.5, 10.0, 0.1) == decay.log_f_sup(1.5, 10.0, 0.1, 1.0)
     with pytest.raises(Exception, match="LaplaceMechanism"):
         LaplaceMechanism(scale=1.0).subsampled_log_f_enclosure(1.5, v, 0.1)
 
@@ -185,11 +194,11 @@ def test_dot_product_phase_sums_contain_the_mpmath_sums(j, count, d, v0, scale, 
     v = v0 + d * np.arange(count)
     if decreasing:
         v = v[::-1].copy()
-    assert count * j < cf._FFT_WORK  # the dot-product paths
-    sums, shift, phase_errors, sum_error = cf._phase_sums(v, r, c)
+    assert count * j < phase_sums._FFT_WORK  # the dot-product paths
+    sums, shift, phase_errors, sum_error = phase_sums._phase_sums(v, r, c)
     assert sum_error is None and phase_errors == 0.0
     assert shift <= 1e-9 * max(float(np.max(np.abs(v))), 1.0)
-    length = min(j, cf._COLUMNS) + -(-j // cf._COLUMNS) + 2
+    length = min(j, phase_sums._COLUMNS) + -(-j // phase_sums._COLUMNS) + 2
     # per term (as _term_errors and _log_f_enclosure charge it): the rounding of v r and the exponential, the split's
     # shift, the extra complex product
     v_top = float(np.max(np.abs(v)))
@@ -206,16 +215,16 @@ def test_long_lines_are_split_into_evenly_spaced_runs_the_fft_can_take():
     """An octave of more than _FFT_MAX_FREQUENCIES frequencies is summed in consecutive runs of at most that many,
     each evenly spaced (so each takes the non-uniform FFT), and the work limit counts what that costs."""
     step = 0.25
-    v = 1.0 + step * np.arange(3 * cf._FFT_MAX_FREQUENCIES + 17)
-    keys = cf._group_keys(v)
+    v = 1.0 + step * np.arange(3 * phase_sums._FFT_MAX_FREQUENCIES + 17)
+    keys = phase_sums._group_keys(v)
     octaves = np.ceil(np.log2(v))
     for key in np.unique(keys):
         sel = np.flatnonzero(keys == key)
-        assert sel.size <= cf._FFT_MAX_FREQUENCIES
+        assert sel.size <= phase_sums._FFT_MAX_FREQUENCIES
         assert np.all(np.diff(sel) == 1) and np.unique(octaves[sel]).size == 1
         if sel.size >= 256:
-            assert cf._uniform_line(v[sel], 10**5) is not None
-            assert cf._sum_work(v[sel], 10**5) < sel.size * 10**5
-    assert cf._sum_work(v[:100], 10**5) == 100 * 10**5  # too short for the FFT: summed directly
+            assert phase_sums._uniform_line(v[sel], 10**5) is not None
+            assert phase_sums._sum_work(v[sel], 10**5) < sel.size * 10**5
+    assert phase_sums._sum_work(v[:100], 10**5) == 100 * 10**5  # too short for the FFT: summed directly
     uneven = np.sort(np.random.default_rng(1).uniform(1.0, 2.0, 1000))
-    assert cf._uniform_line(uneven, 10**5) is None and cf._sum_work(uneven, 10**5) == 1000 * 10**5
+    assert phase_sums._uniform_line(uneven, 10**5) is None and phase_sums._sum_work(uneven, 10**5) == 1000 * 10**5
