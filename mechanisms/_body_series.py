@@ -7,14 +7,14 @@ binomial theorem and ``phi(x) e^(j mu x) = phi(x - j mu) e^(j^2 mu^2 / 2)`` give
 
     F_b(n) = sum_{j=0}^{n} T_j,   T_j = C(n, j) (1 - g)^(n - j) g^j e^(j (j - 1) mu^2 / 2) Phi(c - j mu).
 
-**Truncation.** ``T_(j+1) / T_j = (n - j) / (j + 1) g / (1 - g) e^(j mu^2) Phi(t - mu) / Phi(t)`` with ``t = c - j
-mu``. ``log Phi`` is concave, so it lies below its tangent: ``log Phi(t - mu) <= log Phi(t) - mu phi(t) / Phi(t)``,
-and ``phi(t) / Phi(t) >= -t`` for every ``t`` (Mills' ratio for ``t < 0``; the left side is positive otherwise).
-Hence ``T_(j+1) / T_j <= rho_j = (n - j) / (j + 1) K`` with ``K = g e^(mu c) / (1 - g)``, decreasing in ``j``.
-From the first ``J`` with ``rho_J <= 1/2`` on, the terms beyond ``J`` are at most ``T_J rho_J / (1 - rho_J) <= T_J``
-(a geometric series); the sum is extended (doubling ``J``, at most to ``n``) until that bound is below ``2^-60`` of
-the terms summed, and the bound is added. The ratio bound is loose where ``c - j mu > 0``, but the terms there fall
-fast anyway: a narrow loss (``K`` small) needs a few dozen to a few hundred terms.
+**Truncation.** ``T_(j+1) / T_j = (n - j) / (j + 1) g / (1 - g) e^(j mu^2) Phi(t - mu) / Phi(t)`` with ``t = c - j mu``.
+``log Phi`` is concave, so it lies below its tangent: ``log Phi(t - mu) <= log Phi(t) - mu phi(t) / Phi(t)``, and
+``phi(t) / Phi(t) >= -t`` for every ``t`` (Mills' ratio for ``t < 0``; the left side is positive otherwise). Hence
+``T_(j+1) / T_j <= rho_j = (n - j) / (j + 1) K`` with ``K = g e^(mu c) / (1 - g)``, decreasing in ``j``. From the first
+``J`` with ``rho_J <= 1/2`` on, the terms beyond any stop ``S >= J`` are at most ``T_S rho_S / (1 - rho_S) <= T_S`` (a
+geometric series); the sum runs to ``S = 2 max(J, 16)`` first (at most ``n``), ``S`` doubled while that bound exceeds
+``2^-60`` of the terms summed, and the bound is added. The ratio bound is loose where ``c - j mu > 0``, but the terms
+there fall fast anyway: a narrow loss (``K`` small) needs a few dozen to a few hundred terms.
 
 **Between integers.** ``a -> log F_b(a)`` is convex (a Laplace transform of a positive measure, by Hoelder), so at
 ``a = n + t`` it is at most the chord ``(1 - t) log F_b(n) + t log F_b(n + 1)``.
@@ -62,7 +62,9 @@ def _log_terms(m, j, g, mu, cut):
 
 #: The sum stops once the bound on the terms left out is below this fraction of the terms summed.
 _TAIL_SHARE = 2.0**-60
-#: The first number of terms tried per integer (at most ``m + 1``; at least the ``J + 1`` of the ratio bound).
+#: The first stop tried per integer is this multiple of ``max(J, 16)`` (at most ``m``): the tail bound at ``J`` is
+#: rarely below ``2^-60`` of the sum, and a second pass costs more than the extra terms of the first.
+_FIRST_STOP_FACTOR = 2
 _MIN_TERMS = 16
 
 
@@ -84,12 +86,13 @@ def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> np.ndarray:
 
     All integers at once: the terms ``j = 0 .. stop_m`` of every ``m`` in one flat array (segments at cumulative
     offsets), the maximum and the sum of each segment by ``reduceat``; only the integers whose tail bound is not
-    yet below ``2^-60`` of their sum go round again, with ``stop`` doubled (at most to ``m``)."""
+    yet below ``2^-60`` of their sum go round again, with ``stop`` doubled (at most to ``m``). The first stop is
+    ``2 max(J, 16)`` (any stop at or above ``J`` keeps the tail bound valid)."""
     log_k = np.log(g) + mu * cut - np.log1p(-g)  # log K
     k_val = np.exp(min(log_k, 700.0))
     m_all = np.asarray(n).astype(np.int64).reshape(-1)
-    out = np.empty(m_all.size)
-    stop = np.minimum(m_all, np.maximum(_first_small_ratio(m_all, log_k, k_val), _MIN_TERMS))
+    top_all, log_total_all = np.empty(m_all.size), np.empty(m_all.size)
+    stop = np.minimum(m_all, _FIRST_STOP_FACTOR * np.maximum(_first_small_ratio(m_all, log_k, k_val), _MIN_TERMS))
     todo = np.arange(m_all.size)
     while todo.size:
         m, st = m_all[todo], stop[todo]
@@ -111,13 +114,12 @@ def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> np.ndarray:
         tail[open_] = last[open_] * rho / (1.0 - rho) * (1.0 + 8.0 * _U)
         again = open_ & ~(tail <= _TAIL_SHARE * total)
         done = ~again
-        log_total = np.log(total[done] + tail[done])
-        # the logarithm and the final sum, each within an ulp of their magnitudes (they may cancel: top < 0 < log)
-        out[todo[done]] = _logmath.widen_up(top[done] + log_total, 4.0 * _U,
-                                            4.0 * _U * (np.abs(top[done]) + np.abs(log_total)) + 1e-300)
+        top_all[todo[done]], log_total_all[todo[done]] = top[done], np.log(total[done] + tail[done])
         todo = todo[again]
         stop[todo] = np.minimum(m_all[todo], 2 * stop[todo])
-    return out
+    # the logarithm and the final sum, each within an ulp of their magnitudes (they may cancel: top < 0 < log)
+    return _logmath.widen_up(top_all + log_total_all, 4.0 * _U,
+                             4.0 * _U * (np.abs(top_all) + np.abs(log_total_all)) + 1e-300)
 
 
 def log_body_upper(a: ArrayLike, g: float, mu: float, cut: float) -> np.ndarray:
