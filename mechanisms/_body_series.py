@@ -27,8 +27,10 @@ within ``(4 + |d_j|) u`` relative (the subtraction's rounding moves the exponent
 within a few ulps), and ``e^d |d| <= 1/e``, so over the ``N + 1`` terms summed (``j = 0 .. N``) with a sum ``>= 1`` (the
 largest term is ``e^0``) these errors are at most ``(4 + (N + 1) / e) u`` of the sum; the sum of positive terms adds ``N
 u`` (any order, to first order); the factor ``1 + (2 N + 8) u`` covers both, their products and its own two roundings.
-The logarithm and the last sum are rounded up with slack. These bounds cost a few hundred terms where the quadrature
-enclosures of :mod:`mechanisms.subsampled_gaussian_cf` lay out panels near a steep cut at every tilt.
+The logarithm, the last sum (``4 u`` of the magnitudes each) and the chord between integers (``16 u`` of its parts) are
+charged together, as one rounding up of the chord by its slack plus the larger of its two integers'. These bounds cost a
+few hundred terms where the quadrature enclosures of :mod:`mechanisms.subsampled_gaussian_cf` lay out panels near a
+steep cut at every tilt.
 """
 
 from __future__ import annotations
@@ -46,12 +48,18 @@ _U = 2.0**-53
 _ULPS = 64.0
 
 
-def _log_terms(m, j, g, mu, cut):
-    """Upper bounds on ``log T_j`` (rounding charged, module docstring) for integers ``m`` at the indices ``j``
-    (arrays of one shape, or a scalar ``m``)."""
-    g_n, g_j, g_nj = special.gammaln(m + 1.0), special.gammaln(j + 1.0), special.gammaln(m - j + 1.0)
-    arg = cut - j * mu
-    log_phi = special.log_ndtr(arg)
+def _log_terms(m, j, lengths, g, mu, cut):
+    """Upper bounds on ``log T_j`` (rounding charged, module docstring) at the integers ``m`` (int64), each with the
+    indices ``j = 0 .. lengths - 1`` (``j``: these runs, concatenated). The parts that depend on ``j`` or ``m`` alone
+    are computed once per index or integer (the same functions of the same floats: the same values) and
+    gathered."""
+    indices = np.arange(int(j.max(initial=0)) + 1, dtype=np.float64)
+    arg_j = cut - indices * mu
+    g_n = np.repeat(special.gammaln(m + 1.0), lengths)
+    m = np.repeat(m, lengths)
+    g_j, arg, log_phi = special.gammaln(indices + 1.0)[j], arg_j[j], special.log_ndtr(arg_j)[j]
+    m, j = m.astype(np.float64), j.astype(np.float64)
+    g_nj = special.gammaln(m - j + 1.0)
     quad = 0.5 * j * (j - 1.0) * mu * mu
     log_1mg, log_g = np.log1p(-g), np.log(g)
     log_t = (g_n - g_j - g_nj) + (m - j) * log_1mg + j * log_g + quad + log_phi
@@ -81,8 +89,10 @@ def _first_small_ratio(m: np.ndarray, log_k: float, k_val: float) -> np.ndarray:
         j0 = j0 + more
 
 
-def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> np.ndarray:
-    """Upper bounds on ``log F_b(n)`` at non-negative integers ``n`` (module docstring).
+def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(value, error)`` with ``log F_b(n) <= value + error`` exactly at non-negative integers ``n`` (module
+    docstring): ``value`` the float ``log max T + log(sum + tail)``, ``error`` its rounding (the logarithm's and
+    the last sum's, each within an ulp of their magnitudes: they may cancel) as a float within a few ulps of it.
 
     All integers at once: the terms ``j = 0 .. stop_m`` of every ``m`` in one flat array (segments at cumulative
     offsets), the maximum and the sum of each segment by ``reduceat``; only the integers whose tail bound is not
@@ -99,9 +109,8 @@ def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> np.ndarray:
         lengths = st + 1
         offsets = np.zeros(todo.size, dtype=np.int64)
         np.cumsum(lengths[:-1], out=offsets[1:])
-        m_flat = np.repeat(m, lengths).astype(np.float64)
-        j_flat = (np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(offsets, lengths)).astype(np.float64)
-        log_t = _log_terms(m_flat, j_flat, g, mu, cut)
+        j_flat = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(offsets, lengths)
+        log_t = _log_terms(m, j_flat, lengths, g, mu, cut)
         top = np.maximum.reduceat(log_t, offsets)
         terms = np.exp(log_t - np.repeat(top, lengths))
         # the exponentials and the sum of positive terms: (2 N + 8) u of the sum covers both (module docstring)
@@ -117,9 +126,8 @@ def _log_integer(n: np.ndarray, g: float, mu: float, cut: float) -> np.ndarray:
         top_all[todo[done]], log_total_all[todo[done]] = top[done], np.log(total[done] + tail[done])
         todo = todo[again]
         stop[todo] = np.minimum(m_all[todo], 2 * stop[todo])
-    # the logarithm and the final sum, each within an ulp of their magnitudes (they may cancel: top < 0 < log)
-    return _logmath.widen_up(top_all + log_total_all, 4.0 * _U,
-                             4.0 * _U * (np.abs(top_all) + np.abs(log_total_all)) + 1e-300)
+    value = top_all + log_total_all
+    return value, 4.0 * _U * (np.abs(value) + np.abs(top_all) + np.abs(log_total_all)) + 1e-300
 
 
 def log_body_upper(a: ArrayLike, g: float, mu: float, cut: float) -> np.ndarray:
@@ -131,10 +139,14 @@ def log_body_upper(a: ArrayLike, g: float, mu: float, cut: float) -> np.ndarray:
         raise ValueError(f"log_body_upper: needs 0 < g < 1 and finite a >= 0; got g={g}, a={a}.")
     lo = np.floor(flat)
     ints, inverse = np.unique(np.concatenate([lo, lo + 1.0]), return_inverse=True)
-    values = _log_integer(ints, float(g), float(mu), float(cut))
+    values, errors = _log_integer(ints, float(g), float(mu), float(cut))
     at_lo, at_hi = values[inverse[:flat.size]], values[inverse[flat.size:]]
     t = flat - lo
     chord = np.where(t == 0.0, at_lo, (1.0 - t) * at_lo + t * at_hi)
-    # the chord's own rounding: a few ulps of its parts, made larger
-    out = _logmath.widen_up(chord, 8.0 * _U, 8.0 * _U * (np.abs(at_lo) + np.abs(at_hi)) + 1e-300)
+    # one rounding up for both: the chord of the integers' bounds value + error is at most the chord of the values
+    # plus the larger error; the chord's own rounding is a few ulps of its parts (charged 16); the float slack
+    # itself is within a few ulps of its value (charged 1e-12 of it)
+    slack = (16.0 * _U * (np.abs(at_lo) + np.abs(at_hi))
+             + np.maximum(errors[inverse[:flat.size]], errors[inverse[flat.size:]])) * (1.0 + 1e-12)
+    out = _logmath.widen_up(chord, 8.0 * _U, slack)
     return np.asarray(out, dtype=np.float64).reshape(a.shape)
