@@ -27,6 +27,7 @@ inverted rest; both directions agree (symmetric pairs). Near the pure epsilon th
 returned once the lower delta just below it is certified.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -528,11 +529,13 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         plan_eps = max(0.8 * hi, hi - 3.0 / kappa) if kappa is not None else hi
         plan = make_plan(lm, sup, plan_eps, tolerance, max_terms=max_terms, kappa=kappa, max_damping=cap,
                          shorten=shorten)
+        # the root searches below ask for some epsilons more than once (each field of one epsilon, a root's check)
+        at = functools.lru_cache(maxsize=None)(functools.partial(invert, plan))
 
         def log_excess(eps, field):
             """``log delta_field(eps) - log delta``, moved by its own float error away from the decision a proof
             rests on: up for the upper delta (``<= 0`` then proves ``delta(eps) <= delta``), down for the lower."""
-            log_value = float(np.log(max(getattr(invert(plan, eps)[0], field), 1e-320)))
+            log_value = float(np.log(max(getattr(at(eps)[0], field), 1e-320)))
             margin = 4.0 * _U * (abs(log_value) + abs(log_delta) + 2.0)
             return log_value - log_delta + {"upper": margin, "lower": -margin}.get(field, 0.0)
 
@@ -545,7 +548,7 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
             )
         if upper <= floor:
             return Bounds(0.0, 0.0, upper), None
-        at_upper, errors = invert(plan, upper)
+        at_upper, errors = at(upper)
         if at_upper.upper - at_upper.lower <= rtol * max(at_upper.estimate, 1e-300) or upper == 0.0:
             break
         if shorten:

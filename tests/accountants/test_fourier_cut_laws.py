@@ -210,6 +210,17 @@ def test_a_direction_far_above_the_floor_within_the_first_grid_is_tried_at_the_f
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
 
 
+def test_the_root_searches_invert_each_plan_at_each_epsilon_once(monkeypatch):
+    # q = 1e-4, sigma = 5, 100 steps: the upper, estimate and lower roots ask for some epsilons twice (a root's
+    # check, the same epsilon's other field); each plan is inverted there once, and the answer is unchanged
+    reference = _ledger(1e-4, 5.0, 100).epsilon_bounds(DELTA)
+    calls = []
+    original = search.invert
+    monkeypatch.setattr(search, "invert", lambda plan, eps: calls.append((id(plan), float(eps))) or original(plan, eps))
+    assert _ledger(1e-4, 5.0, 100).epsilon_bounds(DELTA) == reference
+    assert len(calls) >= 10 and len(set(calls)) == len(calls)
+
+
 def test_the_coarse_probe_keeps_every_damping_it_evaluated():
     accountant = _ledger(1e-4, 5.0, 10)
     for _, law, _ in accountant._directions(DELTA):
