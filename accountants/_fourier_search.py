@@ -622,8 +622,9 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping):
     when a failed direction's upper bound exceeds the upper bounds of all directions that did not fail. The
     directions are searched in decreasing order of their coarse Chernoff epsilons (:func:`coarse_chernoff_epsilon`;
     the order only affects the work done), a later search stopping once an upper bound it has (the coarse
-    Chernoff epsilon first, then the full Chernoff bracket, then the inverted one) is at most the largest lower
-    bound found so far (``floor``): such a direction ``d`` has ``U_d <= L_j <= U_j`` for an earlier ``j``, so it
+    Chernoff epsilon first, then the full Chernoff bracket and an inverted one, in the order
+    :func:`direction_epsilon_bounds` expects to cost least) is at most the largest lower bound found so far
+    (``floor``): such a direction ``d`` has ``U_d <= L_j <= U_j`` for an earlier ``j``, so it
     attains ``max U`` only if ``j`` does, with ``L_j = U_j`` when ``j`` failed (a reported interval of zero width).
 
     On failure the proven bounds are not lost: the :class:`AccuracyError` carries ``(max_d L_d, max_d E_d, max_d
