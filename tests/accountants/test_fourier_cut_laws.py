@@ -185,6 +185,77 @@ def test_a_direction_whose_saddle_point_is_far_out_is_ruled_out_before_its_full_
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
 
 
+def test_a_direction_far_above_the_floor_within_the_first_grid_is_tried_at_the_floor_first(monkeypatch):
+    """q = 1e-4, sigma = 2, 10^4 steps: the add direction's coarse Chernoff best is at the first grid's top (1000),
+    its coarse epsilon 28% above the remove direction's lower bound; one loose inversion at that floor, at the
+    damping the coarse values' parabola points to, rules it out without its full Chernoff search, and the answer is
+    the one a full search of both gives."""
+    accountant = _ledger(1e-4, 2.0, 10_000)
+    (_, add_law, _), = [d for d in accountant._directions(DELTA) if d[0] is Direction.ADD]
+    cap = search._damping_cap(add_law, 64.0)
+    coarse = search.coarse_chernoff_epsilon(add_law, math.log(DELTA), cap)
+    assert coarse.kappa <= search._chernoff_grid(cap)[-1]
+    full, floors = [], []
+    original, below = search.chernoff_epsilon, search._below_at
+    monkeypatch.setattr(search, "chernoff_epsilon", lambda *a, **k: full.append(a) or original(*a, **k))
+    monkeypatch.setattr(search, "_below_at", lambda *a, **k: floors.append(a[4]) or below(*a, **k))
+    bounds = _ledger(1e-4, 2.0, 10_000).epsilon_bounds(DELTA)
+    assert len(full) == 1 and len(floors) == 1  # the remove direction's full search; the add one's floor check
+    assert coarse[0] > search._FLOOR_FIRST_GAP * bounds.lower
+    assert floors[0] == search._coarse_vertex(coarse.objective, coarse.dampings) != coarse.kappa
+    monkeypatch.setattr(search, "_below_at", lambda *a, **k: False)  # no floor checks: every direction in full
+    reference = _ledger(1e-4, 2.0, 10_000).epsilon_bounds(DELTA)
+    assert len(full) == 3
+    assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
+
+
+def test_the_root_searches_invert_each_plan_at_each_epsilon_once(monkeypatch):
+    # q = 1e-4, sigma = 5, 100 steps: the upper, estimate and lower roots ask for some epsilons twice (a root's
+    # check, the same epsilon's other field); each plan is inverted there once, and the answer is unchanged
+    reference = _ledger(1e-4, 5.0, 100).epsilon_bounds(DELTA)
+    calls = []
+    original = search.invert
+    monkeypatch.setattr(search, "invert", lambda plan, eps: calls.append((id(plan), float(eps))) or original(plan, eps))
+    assert _ledger(1e-4, 5.0, 100).epsilon_bounds(DELTA) == reference
+    assert len(calls) >= 10 and len(set(calls)) == len(calls)
+
+
+def test_the_coarse_probe_keeps_every_damping_it_evaluated():
+    accountant = _ledger(1e-4, 5.0, 10)
+    for _, law, _ in accountant._directions(DELTA):
+        cap = search._damping_cap(law, 64.0)
+        coarse = search.coarse_chernoff_epsilon(law, math.log(DELTA), cap)
+        assert np.array_equal(coarse.dampings[:9], search._chernoff_grid(cap)[::5])
+        assert np.all(np.diff(coarse.dampings) > 0) and coarse.dampings[-1] <= cap
+        assert np.array_equal(coarse.objective[:9], np.where(np.isnan(coarse[1]), np.inf, coarse[1]))
+        expected = search._chernoff_objective(law, search._chernoff_target(law, math.log(DELTA)), coarse.dampings)
+        np.testing.assert_allclose(coarse.objective, expected, rtol=1e-9)  # each batch its own enclosure layout
+        assert coarse[0] == max(float(np.min(coarse.objective)), 0.0)
+        assert coarse.kappa == coarse.dampings[int(np.argmin(coarse.objective))]
+
+
+@settings(max_examples=30, deadline=None)
+@given(center=st.floats(-2.0, 2.0), curvature=st.floats(0.01, 10.0), offset=st.floats(-1.0, 1.0))
+def test_the_coarse_vertex_is_the_parabolas_kept_between_the_best_neighbours(center, curvature, offset):
+    kappa = np.geomspace(1e-3, 1e3, 9)
+    x = np.log(kappa)
+    vertex = center * np.log(10.0) + offset
+    values = curvature * (x - vertex) ** 2
+    at = search._coarse_vertex(values, kappa)
+    i = int(np.argmin(values))
+    if i in (0, 8):
+        assert at is None
+    else:
+        assert kappa[i - 1] <= at <= kappa[i + 1]
+        assert math.isclose(math.log(at), min(max(vertex, x[i - 1]), x[i + 1]), rel_tol=1e-9, abs_tol=1e-9)
+    # a tie: the first smallest is the best, and the vertex lies midway (in log kappa) between the tied dampings;
+    # a non-finite neighbour gives no vertex
+    at = search._coarse_vertex(np.array([3.0, 1.0, 1.0] + [2.0] * 6), kappa)
+    assert math.isclose(at, math.sqrt(kappa[1] * kappa[2]), rel_tol=1e-12)
+    assert search._coarse_vertex(np.array([1.0, np.inf, 0.5] + [2.0] * 6), kappa) is None
+
+
 def test_close_directions_are_told_apart_by_a_second_loose_plan(monkeypatch):
     """q = 1e-4, sigma = 5, 10^4 steps: the add direction's epsilon is within 0.6% of the remove direction's, too
     close for the floor check's first plan (tolerance delta / 4); a second plan at a quarter of the estimated room
