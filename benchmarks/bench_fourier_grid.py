@@ -23,7 +23,7 @@ import math
 import time
 import warnings
 
-from benchmarks._common import machine_description, markdown_table, optional_import
+from benchmarks._common import Section, machine_description, markdown_table, optional_import
 from dpledger.accountants import FourierAccountant, RDPAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
@@ -139,8 +139,6 @@ def run(quick=False):
                "(dpledger upper - PLD fine) / PLD fine", "dpledger s", "PLD s", "time ratio",
                "dpledger CPU s", "PLD CPU s", "CPU ratio"]
     lines = [
-        "## Fourier grid (issue 14): every subsampled-Gaussian cell, labels and time against dp_accounting PLD",
-        "",
         f"Command: `python -m benchmarks.bench_fourier_grid{' --quick' if quick else ''}`; delta = {DELTA:g}; "
         "wall and CPU times of one fresh call each (dpledger: `epsilon_bounds`; PLD: `PLDAccountant()` default "
         "discretisation, compose, `get_epsilon`).",
@@ -157,9 +155,8 @@ def run(quick=False):
         "",
         "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
     ]
-    text = "\n".join(lines)
-    print(text)
-    return text
+    title = "Fourier grid (issue 14): every subsampled-Gaussian cell, labels and time against dp_accounting PLD"
+    return [Section(title, "\n".join(lines))]
 
 
 if __name__ == "__main__":
@@ -168,4 +165,6 @@ if __name__ == "__main__":
     args = parser.parse_args()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run(quick=args.quick)
+        for section in run(quick=args.quick):
+            print()
+            print(section.markdown())

@@ -10,7 +10,7 @@ Run: ``python -m benchmarks.bench_fourier_narrow``. Prints a markdown section fo
 import statistics
 import warnings
 
-from benchmarks._common import machine_description, markdown_table, optional_import, time_call
+from benchmarks._common import Section, machine_description, markdown_table, optional_import, time_call
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
@@ -58,8 +58,6 @@ def run():
                "dpledger CPU ms (median)", "PLD default epsilon", "PLD ms (median wall)", "PLD CPU ms (median)",
                "wall ratio", "CPU ratio"]
     lines = [
-        "## Fourier grid, narrow cells: median of repeated fresh calls against dp_accounting PLD",
-        "",
         f"Command: `python -m benchmarks.bench_fourier_narrow`; delta = {DELTA:g}; {REPEAT} fresh calls of each "
         "tool per cell after one warm-up call of that cell (a warm process), medians.",
         "",
@@ -70,12 +68,13 @@ def run():
         "",
         "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
     ]
-    text = "\n".join(lines)
-    print(text)
-    return text
+    return [Section("Fourier grid, narrow cells: median of repeated fresh calls against dp_accounting PLD",
+                    "\n".join(lines))]
 
 
 if __name__ == "__main__":
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run()
+        for section in run():
+            print()
+            print(section.markdown())

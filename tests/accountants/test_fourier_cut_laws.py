@@ -178,8 +178,14 @@ def test_a_direction_whose_saddle_point_is_far_out_is_ruled_out_before_its_full_
     monkeypatch.setattr(search, "chernoff_epsilon", lambda *a, **k: full.append(a) or original(*a, **k))
     bounds = _ledger(1e-4, 5.0, 10).epsilon_bounds(DELTA)
     assert len(full) == 1
-    monkeypatch.setattr(search, "_below_at", lambda *a, **k: False)  # no floor checks: every direction in full
-    reference = _ledger(1e-4, 5.0, 10).epsilon_bounds(DELTA)
+    _agrees_with_full_searches(monkeypatch, bounds, (1e-4, 5.0, 10), full)
+
+
+def _agrees_with_full_searches(monkeypatch, bounds, cell, full):
+    """With the floor checks off every direction is searched in full (two more full Chernoff searches counted in
+    ``full``); that answer and ``bounds`` must overlap, and ``bounds`` meet rtol."""
+    monkeypatch.setattr(search, "_below_at", lambda *a, **k: False)
+    reference = _ledger(*cell).epsilon_bounds(DELTA)
     assert len(full) == 3
     assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
@@ -203,11 +209,7 @@ def test_a_direction_far_above_the_floor_within_the_first_grid_is_tried_at_the_f
     assert len(full) == 1 and len(floors) == 1  # the remove direction's full search; the add one's floor check
     assert coarse[0] > search._FLOOR_FIRST_GAP * bounds.lower
     assert floors[0] == search._coarse_vertex(coarse.objective, coarse.dampings) != coarse.kappa
-    monkeypatch.setattr(search, "_below_at", lambda *a, **k: False)  # no floor checks: every direction in full
-    reference = _ledger(1e-4, 2.0, 10_000).epsilon_bounds(DELTA)
-    assert len(full) == 3
-    assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
-    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
+    _agrees_with_full_searches(monkeypatch, bounds, (1e-4, 2.0, 10_000), full)
 
 
 def test_the_root_searches_invert_each_plan_at_each_epsilon_once(monkeypatch):
