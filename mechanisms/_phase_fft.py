@@ -27,19 +27,20 @@ FFT each (``e^(2 pi i k' b / N)`` has period ``N`` in ``b`` and in ``k'``, so fo
 of ``|omega_k t_j|``). The complex exponential and the product with ``c_j`` are the caller's ``2u`` and a
 further ``2u`` (returned with the phase errors).
 
-**Rounding of the sums** (returned as one absolute bound for every ``k``, in the units of ``c``): the products
-``c_j e^(i v_c r_j)`` (``3u``), whose real and imaginary parts are multiplied by ``t_j`` once per power
-(``t^p`` in ``p`` roundings, ``p u`` relative); the histograms, summed in input
-order by ``numpy.bincount`` (``gamma_m`` of the absolute values, ``m`` the fullest bin; real and imaginary parts
-separately, so ``sqrt 2`` of it); each FFT, elementwise: numpy's pocketfft computes a power-of-two length by
-Cooley-Tukey passes of radix 4 and 2, i.e. ``G = A_m ... A_1 (permuted H)`` with sparse stage matrices whose
-entries are twiddle factors of modulus 1, and ``|A_m| ... |A_1|`` is the all-ones matrix (one path from each input
-to each output). Each computed stage is ``(A_j + dA_j) z`` with ``|dA_j| <= eta |A_j|``, ``eta = mu + gamma_4
-(sqrt 2 + mu)`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., proof of Thm 24.2: a twiddle
-within ``mu``, a complex product and a sum), so ``|G~ - G| <= ((1 + eta)^m - 1) ||H~||_1`` in every element; we
-take ``m = 2 log2 N`` (a radix-4 pass is two radix-2 levels) and ``mu = 4u``. The Horner evaluation of
-``sum_p (i omega)^p / p! G_p`` costs ``6.1 u`` per step of the running magnitudes (``z / p``, a complex product,
-``sqrt 2 gamma_2`` by Higham Lemma 3.5, and a complex sum). The test-suite checks the
+**Rounding of the sums** (returned as one absolute bound for every ``k``, in the units of ``c``): the products ``c_j
+e^(i v_c r_j)`` (``3u``), whose real and imaginary parts are multiplied by ``t_j`` once per power (``t^p`` in ``p``
+roundings, ``p u`` relative); the histograms, each bin a float sum of at most ``m`` terms in some order (``gamma_m``
+of the absolute values whatever the order, Higham Lemma 3.5 / eq. 3.4; ``m`` the fullest bin; real and imaginary
+parts separately, so ``sqrt 2`` of it): by one ``numpy.add.reduceat`` over all powers where the nodes' bins are
+already in order (consecutive runs), else by ``numpy.bincount`` per power and part; each FFT, elementwise: numpy's
+pocketfft computes a power-of-two length by Cooley-Tukey passes of radix 4 and 2, i.e. ``G = A_m ... A_1 (permuted
+H)`` with sparse stage matrices whose entries are twiddle factors of modulus 1, and ``|A_m| ... |A_1|`` is the
+all-ones matrix (one path from each input to each output). Each computed stage is ``(A_j + dA_j) z`` with ``|dA_j|
+<= eta |A_j|``, ``eta = mu + gamma_4 (sqrt 2 + mu)`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd
+ed., proof of Thm 24.2: a twiddle within ``mu``, a complex product and a sum), so ``|G~ - G| <= ((1 + eta)^m - 1)
+||H~||_1`` in every element; we take ``m = 2 log2 N`` (a radix-4 pass is two radix-2 levels) and ``mu = 4u``. The
+Horner evaluation of ``sum_p (i omega)^p / p! G_p`` costs ``6.1 u`` per step of the running magnitudes (``z / p``, a
+complex product, ``sqrt 2 gamma_2`` by Higham Lemma 3.5, and a complex sum). The test-suite checks the
 FFT bound against a DFT summed in extended precision.
 """
 
@@ -58,6 +59,41 @@ _TAYLOR_TARGET = 1e-21
 
 def _gamma(n):
     return n * _U / (1.0 - n * _U)
+
+
+#: Nodes per block of :func:`_histograms`' one-pass path (its (powers x nodes) matrices stay at a few tens of MB).
+_BLOCK_NODES = 1 << 17
+
+
+def _histograms(b, bins, cw, t, p_count, n):
+    """``H[p, b] = sum_(j: bins_j = b) cw_j t_j^p`` (``p < p_count``; real and imaginary parts separately, each
+    ``t^p`` as ``p`` products in turn; ``bins = b mod n``). Where ``b`` does not decrease and spans fewer than ``n``
+    values (the nodes are sorted, as the enclosures' are), each bin is one run of consecutive nodes, and distinct
+    runs have distinct bins: every power's parts come
+    row by row into a (powers x nodes) block, and every run's sums from one ``add.reduceat`` (blocks of
+    :data:`_BLOCK_NODES` nodes, each bin's partial sums added in turn: still one float sum of the bin's terms in some
+    order). Otherwise one ``bincount`` per power and part."""
+    hist = np.zeros((p_count, n), dtype=np.complex128)
+    part_re, part_im = np.ascontiguousarray(cw.real), np.ascontiguousarray(cw.imag)
+    if b.size and np.all(b[1:] >= b[:-1]) and b[-1] - b[0] < n:
+        for start in range(0, bins.size, _BLOCK_NODES):
+            sl = slice(start, start + _BLOCK_NODES)
+            block = bins[sl]
+            runs = np.concatenate(([0], np.flatnonzero(block[1:] != block[:-1]) + 1))
+            for part, out in ((part_re[sl], hist.real), (part_im[sl], hist.imag)):
+                powers = np.empty((p_count, part.size))
+                powers[0] = part
+                for p in range(1, p_count):
+                    np.multiply(powers[p - 1], t[sl], out=powers[p])
+                out[:, block[runs]] += np.add.reduceat(powers, runs, axis=1)
+        return hist
+    for p in range(p_count):
+        if p:
+            np.multiply(part_re, t, out=part_re)
+            np.multiply(part_im, t, out=part_im)
+        hist[p].real = np.bincount(bins, weights=part_re, minlength=n)
+        hist[p].imag = np.bincount(bins, weights=part_im, minlength=n)
+    return hist
 
 
 def phase_sums_uniform(
@@ -94,14 +130,7 @@ def phase_sums_uniform(
     bins = b.astype(np.int64) % n
     # the real and imaginary parts of c_j e^(i v_c r_j) t_j^p, each times t once per power (p u relative: p
     # roundings, as t^p times cw), one bincount per part and power (each bin summed in input order)
-    hist = np.empty((p_count, n), dtype=np.complex128)
-    part_re, part_im = np.ascontiguousarray(cw.real), np.ascontiguousarray(cw.imag)
-    for p in range(p_count):
-        if p:
-            np.multiply(part_re, t, out=part_re)
-            np.multiply(part_im, t, out=part_im)
-        hist[p].real = np.bincount(bins, weights=part_re, minlength=n)
-        hist[p].imag = np.bincount(bins, weights=part_im, minlength=n)
+    hist = _histograms(b, bins, cw, t, p_count, n)
     l1 = np.sum(np.abs(hist), axis=1)
     g = np.fft.ifft(hist, axis=1, norm="forward")  # sum_b H[b] e^(+2 pi i k b / N), unscaled
     k_prime = np.arange(count) - k_c
