@@ -55,9 +55,14 @@ def _exact_sum(v, r, c):
        st.integers(256, 5000), st.floats(1e-3, 2.0), st.floats(0.0, 5000.0), st.integers(0, 2**32 - 1))
 @example(150, 1e-4, 0.0, 4096, 0.19, 4900.0, 1)
 @example(40, 20.0, 2.0, 300, 1.7, 10.0, 2)
+@example(200, 1e-2, 0.5, 2000, 0.3, 100.0, 3)
 def test_phase_sums_contain_the_exact_sums(j, scale, shift, count, d, v_c, seed):
+    """Both histogram paths: nodes sorted (the enclosures' case: runs of bins, add.reduceat) for even seeds,
+    shuffled (bincount) for odd ones."""
     rng = np.random.default_rng(seed)
     r = shift + scale * rng.normal(size=j)
+    if seed % 2 == 0:
+        r = np.sort(r)
     c = np.exp(rng.normal(size=j) * 3.0)
     k_c = count // 2
     sums, phase_errors, sum_error = _phase_fft.phase_sums_uniform(v_c, d, k_c, count, r, c)
@@ -101,3 +106,31 @@ def test_enclosure_on_the_fft_path_contains_the_mpmath_value(a, g, sigma, v0, mo
                 gap = abs(mp.exp(mp.mpc(complex(value[k]))) - exact)
                 assert gap <= mp.exp(mp.mpf(float(log_err[k]))), (a, g, sigma, v[k])
     assert calls  # the FFT path was taken
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 3000), st.sampled_from([1e-3, 0.1, 3.0]), st.integers(2, 40), st.integers(0, 2**32 - 1))
+def test_the_two_histogram_paths_agree(j, scale, p_count, seed):
+    """Sorted nodes (add.reduceat over runs, blocks of _BLOCK_NODES) and the same nodes shuffled (bincount per
+    power) give the same histograms up to the rounding of sums in another order (gamma_m of the absolute values)."""
+    rng = np.random.default_rng(seed)
+    n = 1 << 12
+    r = np.sort(scale * rng.normal(size=j))
+    delta = 2.0 * np.pi / n / 0.7
+    b = np.rint(r / delta)
+    t = (r - b * delta) / (0.5 * delta)
+    cw = np.exp(rng.normal(size=j)) * np.exp(1j * rng.uniform(0, 2 * np.pi, j))
+    bins = b.astype(np.int64) % n
+    saved, _phase_fft._BLOCK_NODES = _phase_fft._BLOCK_NODES, 64  # runs cut across blocks too
+    try:
+        fast = _phase_fft._histograms(b, bins, cw, t, p_count, n)
+    finally:
+        _phase_fft._BLOCK_NODES = saved
+    order = rng.permutation(j)
+    slow = _phase_fft._histograms(b[order], bins[order], cw[order], t[order], p_count, n)
+    if j > 1 and not np.all(b[order][1:] >= b[order][:-1]):
+        fill = int(np.bincount(bins).max())
+        scale_abs = np.zeros((p_count, n))
+        for p in range(p_count):
+            np.add.at(scale_abs[p], bins, np.abs(cw) * np.abs(t) ** p)
+        assert np.all(np.abs(fast - slow) <= 4.0 * (fill + p_count + 2) * _U * scale_abs + 1e-300)
