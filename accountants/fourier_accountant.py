@@ -861,15 +861,23 @@ def _bracket_crossing(evaluate, delta, start=1.0, below=None):
     return lo, hi
 
 
+#: Relative enclosure error of one run of a subsampled Gaussian's transform, roughly (measured: 3.6e-8 for 10^6 runs,
+#: 3.7e-10 for 10^4, 4e-13 for 10); only used to choose plans.
+_RUN_RELATIVE_ERROR = 4e-14
+
+
 class _DirectionLaw:
     """``log M`` of one direction of a ledger as a callable, with its proven enclosure where the ledger is
     certified (what :func:`accountants.fourier_inversion.make_plan` evaluates at the Fourier nodes)."""
 
     def __init__(self, accountant, direction, bodies=None):
         self._accountant, self._direction, self._bodies = accountant, direction, bodies
+        others = accountant._compile()[3]
         if accountant.certified:
             self.enclosure = functools.partial(accountant._log_mgf_enclosure, direction=direction, bodies=bodies)
-        others = accountant._compile()[3]
+            #: rough relative error of the enclosure (a few 1e-14 per run of a mechanism enclosed by quadrature):
+            #: what make_plan's choice of damping weighs (:func:`accountants.fourier_inversion._log_headroom`)
+            self.relative_error = _RUN_RELATIVE_ERROR * sum(n for m, n in others if not m.log_mgf_is_closed_form)
         if bodies:
             #: mass of the law left out by the cut laws ("Cut laws", :mod:`accountants.fourier_inversion`)
             self.left_out = accountant._left_out(bodies)

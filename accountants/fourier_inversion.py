@@ -235,7 +235,7 @@ def make_plan(
     kappa = float(exact_tilt(min(max(kappa, 1e-6), max_damping)))
     log_tol = np.log(tolerance / 2.0)
     kappa, log_m_kappa, kappa_tail, log_m_tail, period = _damping_and_period(
-        log_mgf, epsilon, kappa, log_tol, shorten, _log_headroom(log_mgf, kappa) if shorten else _LOG_TERM_HEADROOM)
+        log_mgf, epsilon, kappa, log_tol, shorten, _log_headroom(log_mgf) if shorten else _LOG_TERM_HEADROOM)
     step = 2.0 * np.pi / period
     terms = 64
     while True:
@@ -276,18 +276,16 @@ _TAIL_SHIFTS = np.array([0, 0, 0, 0, 0, 0.5, 1.0])
 _HALVINGS = 8
 
 
-def _log_headroom(log_mgf, kappa):
+def _log_headroom(log_mgf):
     """``log`` of the headroom of :func:`_damping_and_period`'s shorter dampings: :data:`_TERM_HEADROOM`, divided by
-    the law's relative enclosure error at the real ``kappa`` over :data:`_BASE_RELATIVE_ERROR` where that is larger
-    (a million runs of a subsampled Gaussian carry ~4e-8: a plan at half the damping then missed its accuracy by
-    rounding alone, and was made for nothing). Only the choice of plan depends on it, never a bound."""
-    enclosure = getattr(log_mgf, "enclosure", None)
-    log_headroom = _LOG_TERM_HEADROOM
-    if enclosure is None:
-        return log_headroom
-    value, error = enclosure(np.array([complex(kappa)]))
-    log_relative = float(np.asarray(error).reshape(-1)[0] - np.real(np.asarray(value).reshape(-1)[0]))
-    return log_headroom - max(log_relative - float(np.log(_BASE_RELATIVE_ERROR)), 0.0)
+    the law's relative enclosure error over :data:`_BASE_RELATIVE_ERROR` where that is larger (a million runs of a
+    subsampled Gaussian carry ~4e-8: a plan at half the damping then missed its accuracy by rounding alone, and was
+    made for nothing). The error is the law's own estimate, ``log_mgf.relative_error`` (0 if it has none: closed
+    forms); only the choice of plan depends on it, never a bound."""
+    relative = float(getattr(log_mgf, "relative_error", 0.0))
+    if not relative > _BASE_RELATIVE_ERROR:
+        return _LOG_TERM_HEADROOM
+    return _LOG_TERM_HEADROOM - float(np.log(relative / _BASE_RELATIVE_ERROR))
 
 
 def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_headroom=_LOG_TERM_HEADROOM):
