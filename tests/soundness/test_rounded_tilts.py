@@ -23,6 +23,9 @@ from hypothesis import strategies as st
 from dpledger.accountants import FourierAccountant, _fourier_search, fourier_inversion
 from dpledger.mechanisms import Direction, GaussianMechanism, PoissonSubsampled, _tilts, subsampled
 from dpledger.mechanisms import subsampled_gaussian_cf as cf
+from dpledger.mechanisms.subsampled_body import RemoveBody
+from tests.mechanisms.test_subsampled_body import _gap
+from tests.mechanisms.test_subsampled_body import _oracle as body_oracle
 from tests.oracles import privacy_profiles as pp
 from tests.soundness._cases import budget, record
 
@@ -172,3 +175,25 @@ def test_shift_bound_covers_the_subsampled_gaussians_own_transform(q, sigma, t, 
         diff = abs(f(mp.mpf(t) + mp.mpf(shift)) - f(mp.mpf(t)))
         assert diff <= mp.exp(bound), (q, sigma, t, shift, v, diff, bound)
     record("rounded tilts: shift bound on F")
+
+
+@budget(4)
+@given(st.sampled_from([1e-4, 1e-3, 0.02]), st.sampled_from([0.7, 1.0, 2.0]), tilts, st.floats(0.0, 3.0),
+       st.floats(1.0, 8.0))
+@example(1e-4, 0.7, 0.3, 1.0, 2.5)
+def test_cut_body_at_rounded_tilt_holds_at_the_exact_argument(q, sigma, re, im, cut):
+    """``RemoveBody`` (the cut law of narrow ledgers) at ``s`` with rounded ``1 + Re s``: its enclosure contains
+    ``F_b(1 + s)`` at the exact argument, its real upper bound and its decay bound (at ``u = Im s``) are above it;
+    the oracle is tests/mechanisms/test_subsampled_body.py's mpmath quadrature of the cut integral."""
+    body = RemoveBody(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), cut)
+    mu = 1.0 / sigma
+    with mp.workdps(30):
+        z = 1 + mp.mpf(re) + 1j * mp.mpf(im)  # the exact 1 + s
+        exact = body_oracle(z, q, mu, cut)
+        exact_real = body_oracle(mp.mpf(1) + mp.mpf(re), q, mu, cut)
+    value, log_err = body.log_mgf_enclosure(np.array([complex(re, im)]))
+    gap, bound = _gap(value[0], log_err[0], exact)
+    assert gap <= bound, (q, sigma, re, im, cut, gap, bound)
+    assert float(body.log_mgf_upper(np.array([re]))[0]) >= mp.log(mp.re(exact_real)), (q, sigma, re, cut)
+    assert body.log_mgf_sup(re, im) >= mp.log(abs(exact)), (q, sigma, re, im, cut)
+    record("rounded tilts: cut body at rounded 1 + Re s")
