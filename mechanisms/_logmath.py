@@ -286,14 +286,31 @@ def log_product_error(parts):
     ``parts`` holds ``(n_i, log M~_i, log E_i)`` (arrays of one shape). Since ``|prod a - prod b| <= prod (|b| +
     |a - b|) - prod |b|`` (expand ``a = b + (a - b)``), ``E = exp(sum n_i log(|M~_i| + E_i)) - exp(sum n_i log
     |M~_i|)``, computed as ``exp(low) expm1(high - low)``; where the estimate is 0, ``E = exp(high)``.
+
+    Rounding: ``low`` and ``high`` are float sums of ``k`` products ``n_i x_i`` (``x_i`` the rounded ``log |M~_i|``
+    and ``logaddexp``, each within ``4u`` of its magnitude), so each is within ``(k + 5) u S`` of its exact value,
+    ``S = sum n_i (|log |M~_i|| + |logaddexp_i|)``; ``high - low`` may cancel (``E`` far below ``M``), so the gap is
+    raised by ``2 (k + 6) u S`` and ``low`` by ``(k + 6) u S`` before ``exp(low) expm1(gap)`` is formed (in logs,
+    :func:`log_expm1`: a gap beyond ~709 gives about ``high`` instead of overflowing); its own few roundings and the
+    final sums' are covered by ``8 eps`` relative on ``expm1`` and ``16 u`` of ``|low| + |log expm1|`` on the log.
+    Where every ``E_i`` is 0 (closed forms), ``E = 0`` exactly: ``-inf``.
     """
-    low, high = 0.0, 0.0
+    low, high, scale, exact = 0.0, 0.0, 0.0, True
     for n, log_m, log_e in parts:
         mag = np.real(log_m)
+        upper = np.logaddexp(mag, log_e)
         low = low + n * mag
-        high = high + n * np.logaddexp(mag, log_e)
+        high = high + n * upper
+        scale = scale + n * (np.abs(mag) + np.abs(upper))
+        exact = exact & (np.asarray(log_e) == -np.inf)
     low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    slack = (len(parts) + 6) * (EPS / 2.0) * np.asarray(scale, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        gap = high - low
-        out = np.where(np.isfinite(low), low + np.log(np.expm1(gap) * (1.0 + 8.0 * EPS)), high)
-    return np.where(np.isnan(out), high, out)
+        gap = high - low + 2.0 * slack
+        usable = np.isfinite(low) & np.isfinite(gap) & (gap >= 0.0)
+        log_gap = log_expm1(np.where(usable, gap, 0.0)) + np.log1p(8.0 * EPS)
+        out = np.where(usable, low + slack + log_gap, high)
+        # the logarithms and the two sums above round by at most a few u of |low| + |log_gap|: raised by 16u of them
+        out = out + 8.0 * EPS * (np.abs(np.where(usable, low, 0.0)) + np.abs(np.where(usable, log_gap, 0.0)) + 1.0)
+    # every part exact (closed forms): E = 0, whatever the sums' rounding (theirs is the closed forms' own)
+    return np.where(exact, -np.inf, np.where(np.isnan(out), high, out))
