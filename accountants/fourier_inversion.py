@@ -261,11 +261,11 @@ def make_plan(
     )
 
 
-#: Size of the contour sum's largest term (``M(kappa) e^(-kappa eps) / (kappa (1 + kappa))``) allowed, relative to
-#: the tolerance, when a smaller damping is chosen for a shorter period: its float64 rounding (about 1e-13 of it
-#: over the whole sum) then stays below the tolerance. Where the law's transform is enclosed less tightly than
-#: :data:`_BASE_RELATIVE_ERROR` (many runs: each run's enclosure error adds up), the headroom shrinks in proportion.
-_TERM_HEADROOM = np.exp(25.0)
+#: Log of the size of the contour sum's largest term (``M(kappa) e^(-kappa eps) / (kappa (1 + kappa))``) allowed,
+#: relative to the tolerance, when a smaller damping is chosen for a shorter period: its float64 rounding (about
+#: 1e-13 of it over the whole sum) then stays below the tolerance. Where the law's transform is enclosed less
+#: tightly than :data:`_BASE_RELATIVE_ERROR` (many runs: each run's enclosure error adds up), the headroom shrinks
+#: in proportion.
 _LOG_TERM_HEADROOM = 25.0
 _BASE_RELATIVE_ERROR = 1e-11
 
@@ -277,11 +277,11 @@ _HALVINGS = 8
 
 
 def _log_headroom(log_mgf):
-    """``log`` of the headroom of :func:`_damping_and_period`'s shorter dampings: :data:`_TERM_HEADROOM`, divided by
-    the law's relative enclosure error over :data:`_BASE_RELATIVE_ERROR` where that is larger (a million runs of a
-    subsampled Gaussian carry ~4e-8: a plan at half the damping then missed its accuracy by rounding alone, and was
-    made for nothing). The error is the law's own estimate, ``log_mgf.relative_error`` (0 if it has none: closed
-    forms); only the choice of plan depends on it, never a bound."""
+    """``log`` of the headroom of :func:`_damping_and_period`'s shorter dampings: :data:`_LOG_TERM_HEADROOM`, less the
+    log of the law's relative enclosure error over :data:`_BASE_RELATIVE_ERROR` where that is larger (a million runs of
+    a subsampled Gaussian carry ~4e-8: a plan at half the damping then missed its accuracy by rounding alone, and was
+    made for nothing). The error is the law's own estimate, ``log_mgf.relative_error`` (0 if it has none: closed forms);
+    only the choice of plan depends on it, never a bound."""
     relative = float(getattr(log_mgf, "relative_error", 0.0))
     if not relative > _BASE_RELATIVE_ERROR:
         return _LOG_TERM_HEADROOM

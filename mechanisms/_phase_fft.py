@@ -69,10 +69,9 @@ def _histograms(b, bins, cw, t, p_count, n):
     """``H[p, b] = sum_(j: bins_j = b) cw_j t_j^p`` (``p < p_count``; real and imaginary parts separately, each
     ``t^p`` as ``p`` products in turn; ``bins = b mod n``). Where ``b`` does not decrease and spans fewer than ``n``
     values (the nodes are sorted, as the enclosures' are), each bin is one run of consecutive nodes, and distinct
-    runs have distinct bins: every power's parts come
-    row by row into a (powers x nodes) block, and every run's sums from one ``add.reduceat`` (blocks of
-    :data:`_BLOCK_NODES` nodes, each bin's partial sums added in turn: still one float sum of the bin's terms in some
-    order). Otherwise one ``bincount`` per power and part."""
+    runs have distinct bins: every power's parts come row by row into a (powers x nodes) block, and every run's
+    sums from one ``add.reduceat`` (blocks of :data:`_BLOCK_NODES` nodes, each bin's partial sums added in turn:
+    still one float sum of the bin's terms in some order). Otherwise one ``bincount`` per power and part."""
     hist = np.zeros((p_count, n), dtype=np.complex128)
     part_re, part_im = np.ascontiguousarray(cw.real), np.ascontiguousarray(cw.imag)
     if b.size and np.all(b[1:] >= b[:-1]) and b[-1] - b[0] < n:
@@ -129,7 +128,7 @@ def phase_sums_uniform(
     cw = c * np.exp(1j * phase)
     bins = b.astype(np.int64) % n
     # the real and imaginary parts of c_j e^(i v_c r_j) t_j^p, each times t once per power (p u relative: p
-    # roundings, as t^p times cw), one bincount per part and power (each bin summed in input order)
+    # roundings, as t^p times cw), summed per bin (any order: the bound of the module docstring)
     hist = _histograms(b, bins, cw, t, p_count, n)
     l1 = np.sum(np.abs(hist), axis=1)
     g = np.fft.ifft(hist, axis=1, norm="forward")  # sum_b H[b] e^(+2 pi i k b / N), unscaled

@@ -17,26 +17,18 @@ from dpledger.mechanisms import _phase_fft
 from dpledger.mechanisms.errors import NumericalError
 
 _U = 2.0**-53
-
 #: Columns (quadrature nodes) summed per matrix product: the rounding of a sum of N terms is bounded by
 #: (_COLUMNS + N / _COLUMNS + 2) u instead of (N + 2) u.
 _COLUMNS = 64
-
-
 #: Largest matrix (entries) built at once by the frequency sums.
 _BLOCK_ENTRIES = 1 << 21
-
-
 #: Frequency-node pairs from which the certified non-uniform FFT replaces the matrix products.
 _FFT_WORK = 1 << 20
-
-
 #: Most frequencies one FFT-path group takes (its histograms hold ~24 x 2K complex numbers); a longer group is
 #: summed in runs of this many (:func:`_group_keys`).
 _FFT_MAX_FREQUENCIES = 1 << 17
-
-
-#: Most (frequency, node) pairs one enclosure may sum before it gives up (NumericalError, like the quadrature's).
+#: Most work (in directly summed (frequency, node) pairs, :func:`_sum_work`) one enclosure call may do before it
+#: gives up (NumericalError, like the quadrature's).
 MAX_WORK = 1 << 30
 
 

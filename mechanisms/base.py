@@ -314,20 +314,24 @@ class Mechanism(abc.ABC):
         return self._log_mgf(s), np.full(s.shape, -np.inf)
 
     def subsampled_log_f_enclosure(
-        self, a: float, v: ArrayLike, sampling_probability: float
+        self, a: float, v: ArrayLike, sampling_probability: float, *, cut: float = math.inf
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(log F~, log E)`` of ``F(a + iv) = E_B[(1 - g + g dA/dB)^(a + iv)]`` for the Poisson-subsampled pair
-        (``g`` = ``sampling_probability``), with ``|F - F~| <= E``: see :attr:`has_subsampled_enclosure`."""
+        (``g`` = ``sampling_probability``), with ``|F - F~| <= E``: see :attr:`has_subsampled_enclosure`. With a
+        finite ``cut``, the same for the body of the law cut there (:mod:`mechanisms.subsampled_body`)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 
     def subsampled_log_f_real_enclosure(
-        self, a: ArrayLike, sampling_probability: float
+        self, a: ArrayLike, sampling_probability: float, *, cut: float = math.inf
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`subsampled_log_f_enclosure` at many real ``a`` (``v = 0``); by default one call each."""
-        pairs = [self.subsampled_log_f_enclosure(float(x), np.zeros(1), sampling_probability) for x in np.ravel(a)]
+        pairs = [self.subsampled_log_f_enclosure(float(x), np.zeros(1), sampling_probability, cut=cut)
+                 for x in np.ravel(a)]
         return (np.array([p[0][0] for p in pairs], dtype=np.complex128), np.array([p[1][0] for p in pairs]))
 
-    def subsampled_log_f_sup(self, a: float, v_min: float, sampling_probability: float) -> float:
+    def subsampled_log_f_sup(
+        self, a: float, v_min: float, sampling_probability: float, *, cut: float = math.inf
+    ) -> float:
         """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|`` (see :meth:`subsampled_log_f_enclosure`)."""
         raise MissingCapabilityError(f"{type(self).__name__} has no proven subsampled characteristic function.")
 

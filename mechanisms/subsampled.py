@@ -481,6 +481,17 @@ class PoissonSubsampled(Mechanism):
         return privacy_loss.subsampled_log_f_sup(1.0 + real_part, u_min, q, quad)
 
 
+def _real_upper(base, q, cut):
+    """``points -> `` proven upper bounds on ``log F`` (``log F_b`` for a finite ``cut``) at real floats: the base's
+    real-axis enclosure, value plus error (the ``log_upper`` of :func:`mechanisms._tilts.log_shift_error`)."""
+
+    def log_upper(points):
+        values, errors = base.subsampled_log_f_real_enclosure(points, q, cut=cut)
+        return np.logaddexp(np.real(values), errors)
+
+    return log_upper
+
+
 def tilted_enclosure(base: Mechanism, q: float, s: np.ndarray, cut: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
     """``(log F~, log E)`` of ``F(1 + s) = E_B[(1 - q + q dA/dB)^(1 + s)]`` (the remove direction's ``M(s)``; the
     body ``F_b`` of :mod:`mechanisms.subsampled_body` for a finite ``cut``) at a 1-D complex array ``s``, from the
@@ -491,22 +502,16 @@ def tilted_enclosure(base: Mechanism, q: float, s: np.ndarray, cut: float = math
     (:func:`mechanisms._tilts.two_sum` gives the offset), the error is widened by
     :func:`mechanisms._tilts.log_shift_error` with the base's real-axis upper bounds, so the enclosure holds at the
     exact argument."""
-    keyword = {} if math.isinf(cut) else {"cut": cut}
-
-    def log_upper(points):
-        values, errors = base.subsampled_log_f_real_enclosure(points, q, **keyword)
-        return np.logaddexp(np.real(values), errors)
-
     tilts, inverse = np.unique(s.real, return_inverse=True)
     z, offset = _tilts.two_sum(1.0, tilts)
-    widen = _tilts.log_shift_error(log_upper, z, offset)
+    widen = _tilts.log_shift_error(_real_upper(base, q, cut), z, offset)
     if s.size > 1 and not s.imag.any():  # Chernoff searches, dampings: many tilts, one shared layout
-        values, errors = base.subsampled_log_f_real_enclosure(z, q, **keyword)
+        values, errors = base.subsampled_log_f_real_enclosure(z, q, cut=cut)
         return np.asarray(values)[inverse], np.logaddexp(errors, widen)[inverse]
     value, error = np.empty(s.shape, dtype=np.complex128), np.empty(s.shape)
     for i, a in enumerate(z):
         sel = inverse == i
-        value[sel], error[sel] = base.subsampled_log_f_enclosure(float(a), s.imag[sel], q, **keyword)
+        value[sel], error[sel] = base.subsampled_log_f_enclosure(float(a), s.imag[sel], q, cut=cut)
         error[sel] = np.logaddexp(error[sel], widen[i])
     return value, error
 
@@ -515,14 +520,8 @@ def tilted_sup(base: Mechanism, q: float, real_part: float, u_min: float, cut: f
     """The base's proven bound on ``sup_{|u| >= u_min} log |F(1 + real_part + iu)|`` (``F_b`` for a finite
     ``cut``), at the float ``fl(1 + real_part)`` and widened by :func:`mechanisms._tilts.log_shift_error` where that
     float is not exact (a bound on the difference at every ``u`` bounds the difference of the suprema)."""
-    keyword = {} if math.isinf(cut) else {"cut": cut}
     z, offset = _tilts.two_sum(1.0, float(real_part))
-    value = base.subsampled_log_f_sup(float(z), u_min, q, **keyword)
+    value = base.subsampled_log_f_sup(float(z), u_min, q, cut=cut)
     if offset == 0.0:
         return value
-
-    def log_upper(points):
-        values, errors = base.subsampled_log_f_real_enclosure(points, q, **keyword)
-        return np.logaddexp(np.real(values), errors)
-
-    return float(np.logaddexp(value, _tilts.log_shift_error(log_upper, float(z), float(offset))))
+    return float(np.logaddexp(value, _tilts.log_shift_error(_real_upper(base, q, cut), float(z), float(offset))))
