@@ -213,11 +213,12 @@ def test_dot_product_phase_sums_contain_the_mpmath_sums(j, count, d, v0, scale, 
 
 def test_long_lines_are_split_into_evenly_spaced_runs_the_fft_can_take():
     """An octave of more than _FFT_MAX_FREQUENCIES frequencies is summed in consecutive runs of at most that many,
-    each evenly spaced (so each takes the non-uniform FFT), and the work limit counts what that costs."""
+    each evenly spaced (so each takes the non-uniform FFT), and the work limit counts what that costs. Octaves are
+    counted down from the largest frequency, (V / 2^(j+1), V / 2^j]."""
     step = 0.25
     v = 1.0 + step * np.arange(3 * phase_sums._FFT_MAX_FREQUENCIES + 17)
     keys = phase_sums._group_keys(v)
-    octaves = np.ceil(np.log2(v))
+    octaves = np.floor(np.log2(v.max() / v))
     for key in np.unique(keys):
         sel = np.flatnonzero(keys == key)
         assert sel.size <= phase_sums._FFT_MAX_FREQUENCIES
@@ -226,5 +227,11 @@ def test_long_lines_are_split_into_evenly_spaced_runs_the_fft_can_take():
             assert phase_sums._uniform_line(v[sel], 10**5) is not None
             assert phase_sums._sum_work(v[sel], 10**5) < sel.size * 10**5
     assert phase_sums._sum_work(v[:100], 10**5) == 100 * 10**5  # too short for the FFT: summed directly
+    # a line just above a power of two: its top group reaches down to half its largest frequency, not to 2^k
+    line = 1.04 * np.arange(1, 4097)
+    top = np.flatnonzero(phase_sums._group_keys(line) == phase_sums._group_keys(line)[-1])
+    assert line[top].min() > line.max() / 2.0 and line[top[0] - 1] <= line.max() / 2.0
+    small = phase_sums._group_keys(np.array([0.0, 0.5, 1.0, 3.0, 8.0]))
+    assert small[0] == small[1] == small[2] != small[3] and small[3] != small[4]
     uneven = np.sort(np.random.default_rng(1).uniform(1.0, 2.0, 1000))
     assert phase_sums._uniform_line(uneven, 10**5) is None and phase_sums._sum_work(uneven, 10**5) == 1000 * 10**5
