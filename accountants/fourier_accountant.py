@@ -707,8 +707,9 @@ class FourierAccountant:
                                              max_terms=settings["max_terms"], max_damping=settings["max_damping"])
             return Bounds(lower, upper, upper)
 
-        b = self._via_buckets(lambda: self._inverted(max_epsilon_bounds, np.log(delta), delta=delta), bucketed,
-                              narrow)
+        # the two directions are one ledger's remove and add laws, mirror images (max_epsilon_bounds' ``mirrored``)
+        search = functools.partial(max_epsilon_bounds, mirrored=True)
+        b = self._via_buckets(lambda: self._inverted(search, np.log(delta), delta=delta), bucketed, narrow)
         bodies = self._remove_bodies(delta) if self._derived.get("path") == "inversion" else None
         self._derived["cut"] = self._left_out(bodies) if bodies else None  # named by the report (_core_method)
         pure = self.pure_epsilon()  # (pure, 0)-DP holds, so epsilon never exceeds it

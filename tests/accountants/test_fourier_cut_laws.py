@@ -168,7 +168,9 @@ def test_a_direction_whose_saddle_point_is_far_out_is_ruled_out_before_its_full_
     """q = 1e-4, sigma = 5, 10 steps: the add direction's coarse Chernoff best lies beyond the first grid (its loss
     is bounded above, so its saddle point sits at dampings in the thousands); one loose inversion at the remove
     direction's lower bound, at that coarse damping, rules it out, and only the remove direction is searched in
-    full. The answer is the one a full search of both gives."""
+    full. The answer is the one a full search of both gives. (The mirror check comes first in the accountant and
+    answers this ledger from the remove direction's plan alone: switched off here, the loose inversion decides.)"""
+    monkeypatch.setattr(search, "_mirror_below", lambda *a, **k: False)
     accountant = _ledger(1e-4, 5.0, 10)
     (_, add_law, _), = [d for d in accountant._directions(DELTA) if d[0] is Direction.ADD]
     coarse = search.coarse_chernoff_epsilon(add_law, math.log(DELTA), search._damping_cap(add_law, 64.0))
@@ -182,9 +184,11 @@ def test_a_direction_whose_saddle_point_is_far_out_is_ruled_out_before_its_full_
 
 
 def _agrees_with_full_searches(monkeypatch, bounds, cell, full):
-    """With the floor checks off every direction is searched in full (two more full Chernoff searches counted in
-    ``full``); that answer and ``bounds`` must overlap, and ``bounds`` meet rtol."""
+    """With the floor checks off (the cheap inversion and the mirror direction's plan) every direction is searched
+    in full (two more full Chernoff searches counted in ``full``); that answer and ``bounds`` must overlap, and
+    ``bounds`` meet rtol."""
     monkeypatch.setattr(search, "_below_at", lambda *a, **k: False)
+    monkeypatch.setattr(search, "_mirror_below", lambda *a, **k: False)
     reference = _ledger(*cell).epsilon_bounds(DELTA)
     assert len(full) == 3
     assert max(bounds.lower, reference.lower) <= min(bounds.upper, reference.upper)
@@ -195,7 +199,8 @@ def test_a_direction_far_above_the_floor_within_the_first_grid_is_tried_at_the_f
     """q = 1e-4, sigma = 2, 10^4 steps: the add direction's coarse Chernoff best is at the first grid's top (1000),
     its coarse epsilon 28% above the remove direction's lower bound; one loose inversion at that floor, at the
     damping the coarse values' parabola points to, rules it out without its full Chernoff search, and the answer is
-    the one a full search of both gives."""
+    the one a full search of both gives (the mirror check, which comes first, switched off)."""
+    monkeypatch.setattr(search, "_mirror_below", lambda *a, **k: False)
     accountant = _ledger(1e-4, 2.0, 10_000)
     (_, add_law, _), = [d for d in accountant._directions(DELTA) if d[0] is Direction.ADD]
     cap = search._damping_cap(add_law, 64.0)
@@ -261,7 +266,9 @@ def test_the_coarse_vertex_is_the_parabolas_kept_between_the_best_neighbours(cen
 def test_close_directions_are_told_apart_by_a_second_loose_plan(monkeypatch):
     """q = 1e-4, sigma = 5, 10^4 steps: the add direction's epsilon is within 0.6% of the remove direction's, too
     close for the floor check's first plan (tolerance delta / 4); a second plan at a quarter of the estimated room
-    below delta rules it out, so no root search on its inverted delta runs, and the answer is a full search's."""
+    below delta rules it out, so no root search on its inverted delta runs, and the answer is a full search's. (The
+    mirror check, which tells them apart from the remove direction's plan, switched off.)"""
+    monkeypatch.setattr(search, "_mirror_below", lambda *a, **k: False)
     roots = []
     original = search.certified_upper_root
     monkeypatch.setattr(search, "certified_upper_root", lambda *a, **k: roots.append(a) or original(*a, **k))
