@@ -10,7 +10,6 @@ in closed form (evaluated in mpmath), the analytic Gaussian, and the add directi
 import math
 
 import mpmath as mp
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -125,25 +124,17 @@ def test_the_accountant_rules_the_add_direction_out_by_the_mirror_and_answers_as
 
 
 def test_the_mirror_never_rules_out_the_direction_that_decides(monkeypatch):
-    """Searched in the wrong order (the add direction first, by its coarse probe made infinite), the remove
-    direction's delta at the add direction's lower bound exceeds delta: the mirror check says so, the remove
-    direction is searched in full, and the answer is the usual one."""
-    def ledger():
-        return FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=1.0), 0.01), 100)
-
-    usual = ledger().epsilon_bounds(DELTA)
-    coarse = search.coarse_chernoff_epsilon
+    """Searched in the wrong order (the add direction first: the directions given reversed; a mirrored search takes
+    them in the order given), the remove direction's delta at the add direction's lower bound exceeds delta: the
+    mirror check says so, the remove direction is searched in full, and the answer is the usual one."""
+    accountant = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=1.0), 0.01), 100)
+    usual = accountant.epsilon_bounds(DELTA)
     verdicts = []
     original = search._mirror_below
-
-    def add_first(lm, log_delta, cap):
-        if getattr(lm, "_direction", None) is Direction.ADD:
-            return (np.inf, None)
-        return coarse(lm, log_delta, cap)
-
-    monkeypatch.setattr(search, "coarse_chernoff_epsilon", add_first)
     monkeypatch.setattr(search, "_mirror_below", lambda *a: verdicts.append(original(*a)) or verdicts[-1])
-    swapped = ledger().epsilon_bounds(DELTA)
+    directions = accountant._directions(DELTA)
+    assert [d for d, _, _ in directions] == [Direction.REMOVE, Direction.ADD]
+    swapped = search.max_epsilon_bounds(directions[::-1], math.log(DELTA), mirrored=True, **accountant._settings())
     assert verdicts == [False]
     assert max(swapped.lower, usual.lower) <= min(swapped.upper, usual.upper)
     assert swapped.upper - swapped.lower <= 1e-6 * swapped.upper
