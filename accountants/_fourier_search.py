@@ -147,14 +147,15 @@ def hint(errors):
 
 
 def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_damping, floor=0.0,
-                           chernoff=None):
+                           chernoff=None, on_plan=None):
     """See :func:`_direction_delta_bounds`; a plan that cannot bound its truncation (:class:`TruncationLimit`)
-    fails at once, with the Chernoff bound as its certified upper end."""
+    fails at once, with the Chernoff bound as its certified upper end. ``on_plan``, if given, is called with each
+    plan made (:func:`max_delta_bounds` keeps the last for the mirror direction)."""
     if chernoff is None:
         chernoff = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     try:
         return _direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
-                                       max_damping=max_damping, floor=floor, chernoff=chernoff)
+                                       max_damping=max_damping, floor=floor, chernoff=chernoff, on_plan=on_plan)
     except TruncationLimit as exc:
         upper = min(float(np.exp(chernoff[0])) * (1.0 + _CHERNOFF_SLACK), 1.0)
         return Bounds(0.0, upper, upper), (
@@ -163,7 +164,7 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
 
 
 def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_damping, floor=0.0,
-                            chernoff=None):
+                            chernoff=None, on_plan=None):
     """``(Bounds, failure)`` of delta(epsilon) for one direction, whose log MGF is ``lm`` and its decay bound
     ``sup``; 1 - delta is priced instead where the Chernoff-optimal damping is below ``COMPLEMENT_SWITCH``.
 
@@ -190,6 +191,8 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
         tolerance = rtol * 1e-3
         for _ in range(3):
             plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=negative)
+            if on_plan is not None:
+                on_plan(plan)
             bounds, errors = invert(plan, epsilon)
             if bounds.upper - bounds.lower <= rtol * bounds.estimate or bounds.upper <= floor:
                 return bounds, None
@@ -199,6 +202,8 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     tolerance = rtol * np.exp(log_chernoff) * 1e-3
     for _ in range(4):
         plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
+        if on_plan is not None:
+            on_plan(plan)
         bounds, errors = invert(plan, epsilon)
         if (bounds.upper - bounds.lower <= rtol * max(bounds.estimate, 1e-300) or bounds.upper == 0.0
                 or bounds.upper <= floor):
@@ -213,7 +218,16 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     )
 
 
-def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping):
+def _chernoff_delta_upper(bound, i):
+    """Direction ``i``'s Chernoff bound on delta made an upper bound (its rounding slack, within ``[5e-324, 1]``);
+    1 where even that cannot be computed (a direction not searched after another's NumericalError)."""
+    try:
+        return min(max(float(np.exp(bound(i)[0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0)
+    except NumericalError:
+        return 1.0
+
+
+def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirrored=False):
     """(lower, estimate, upper) of ``delta(eps) = max_d delta_d(eps)`` over ``directions``, a sequence of
     ``(direction, log MGF, decay bound)`` (thesis Thm 3.3.5: add-or-remove-one is the larger of the remove and
     add deltas); :class:`AccuracyError` only if the reported interval is wider than ``rtol`` of its estimate.
@@ -236,21 +250,37 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping):
     :class:`AccuracyError` then carries the reported (proven) bounds as ``proven``; a :class:`NumericalError` of a
     direction's search carries the same over the directions done, each one not done counted as ``[0, its Chernoff
     bound]``.
+
+    ``mirrored`` (the two directions are one ledger's remove and add laws, as in :func:`max_epsilon_bounds`): the
+    directions are taken in the given order, each one's Chernoff bound computed when its search starts, and a later
+    direction is first bounded by the earlier one's last plan (:func:`mirror_delta_upper` at ``epsilon``); where
+    that bound is at most the floor it cannot decide the maximum and is ``[0, that bound]``.
     """
-    chernoff = [
-        chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), epsilon, max_damping)
-        for _, lm, _ in directions
-    ]
-    order = sorted(range(len(directions)), key=lambda i: -chernoff[i][0])
-    floor, parts, failures = 0.0, [], []
+    chernoff = [None] * len(directions)
+
+    def bound(i):
+        if chernoff[i] is None:
+            lm = directions[i][1]
+            chernoff[i] = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon,
+                                             _damping_cap(lm, max_damping))
+        return chernoff[i]
+
+    mirrored = mirrored and len(directions) == 2
+    order = list(range(len(directions))) if mirrored else sorted(range(len(directions)), key=lambda i: -bound(i)[0])
+    floor, parts, failures, plans = 0.0, [], [], []
     for n, i in enumerate(order):
         direction, lm, sup = directions[i]
+        if mirrored and plans and floor > 0.0:
+            mirror = mirror_delta_upper(plans[-1], epsilon)
+            if mirror <= floor:
+                parts.append(Bounds(0.0, 0.0, mirror))
+                continue
         try:
             bounds, failure = direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
-                                                     max_damping=max_damping, floor=floor, chernoff=chernoff[i])
+                                                     max_damping=_damping_cap(lm, max_damping), floor=floor,
+                                                     chernoff=bound(i), on_plan=plans.append)
         except NumericalError as exc:  # the directions not searched keep their Chernoff bounds
-            rest = [min(max(float(np.exp(chernoff[j][0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0)
-                    for j in order[n:]]
+            rest = [_chernoff_delta_upper(bound, j) for j in order[n:]]
             raise _with_proven(exc, parts + [Bounds(0.0, u, u) for u in rest], "delta") from None
         parts.append(bounds)
         if failure is not None:

@@ -138,3 +138,24 @@ def test_the_mirror_never_rules_out_the_direction_that_decides(monkeypatch):
     assert verdicts == [False]
     assert max(swapped.lower, usual.lower) <= min(swapped.upper, usual.upper)
     assert swapped.upper - swapped.lower <= 1e-6 * swapped.upper
+
+
+@pytest.mark.parametrize("q, sigma, steps, epsilon", [(1e-4, 5.0, 10, 4.3e-5), (1e-3, 1.0, 100, 0.055),
+                                                      (0.01, 1.0, 100, 1.0)])
+def test_a_delta_query_bounds_the_add_direction_by_the_mirror_and_answers_as_full_searches(
+        monkeypatch, q, sigma, steps, epsilon):
+    """Delta queries: the add direction is bounded by the remove direction's last plan at ``epsilon``; where that
+    bound is at most the remove direction's lower end the add direction makes no plan (at sigma 5, q 1e-4 its own
+    search made one of 1,024 nodes), and the answer overlaps the one that searches both directions in Chernoff
+    order on whole laws (``mirrored=False``)."""
+    accountant = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), steps)
+    mirrors, plans = [], []
+    original, make = search.mirror_delta_upper, search.make_plan
+    monkeypatch.setattr(search, "mirror_delta_upper", lambda *a: mirrors.append(original(*a)) or mirrors[-1])
+    monkeypatch.setattr(search, "make_plan", lambda lm, *a, **k: plans.append(lm._direction) or make(lm, *a, **k))
+    bounds = accountant.delta_bounds(epsilon)
+    assert len(mirrors) == 1 and mirrors[0] <= bounds.lower
+    assert set(plans) == {Direction.REMOVE}
+    both = search.max_delta_bounds(accountant._directions(), epsilon, **accountant._settings())
+    assert max(bounds.lower, both.lower) <= min(bounds.upper, both.upper)
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper

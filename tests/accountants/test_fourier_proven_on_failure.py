@@ -224,11 +224,17 @@ def test_the_failed_lower_is_where_the_certified_lower_delta_still_exceeds_delta
 
 
 def test_delta_of_the_long_ledger_joins_the_buckets_with_the_failed_search():
-    # at the fine PLD's (pessimistic) epsilon the exact delta is at most DELTA: the proven lower end must be too
-    acc = _ledger(10_000)
+    # at the fine PLD's (pessimistic) epsilon the exact delta is at most DELTA: the proven lower end must be too.
+    # On whole laws the search fails and its proven interval is joined with the buckets'; on cut laws (what a delta
+    # query tries first) it meets rtol inside that interval.
+    acc = _whole_law(_ledger(10_000))
     eps = PLD_FINE[10_000][1]
     combined = acc.delta_bounds(eps)
     b_lower, b_upper = acc._buckets().delta_bounds(eps)
     assert b_lower <= combined.lower <= combined.estimate <= combined.upper <= b_upper
     assert combined.upper - combined.lower < 0.01 * (b_upper - b_lower)  # buckets alone: [0, 1.02e-5] at 0.2748
     assert combined.lower <= DELTA and acc._derived["path"] == "buckets+inversion"
+    cut = _ledger(10_000)
+    tight = cut.delta_bounds(eps)
+    assert cut._derived["path"] == "inversion" and tight.upper - tight.lower <= 1e-6 * tight.upper
+    assert max(tight.lower, combined.lower) <= min(tight.upper, combined.upper) and tight.lower <= DELTA
