@@ -173,7 +173,9 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     so this direction cannot decide the maximum (see :func:`max_delta_bounds`) and the search stops there, first
     trying the Chernoff bound ``M(kappa) e^(-kappa eps) kappa^kappa / (1 + kappa)^(1 + kappa)`` alone. Otherwise
     ``failure`` is the :class:`AccuracyError` message saying what was tried. ``chernoff`` is
-    ``chernoff_log_delta`` of ``lm`` at ``epsilon`` (computed when not given)."""
+    ``chernoff_log_delta`` of ``lm`` at ``epsilon`` (computed when not given). The first plan may take a smaller
+    damping for a shorter period (make_plan's ``shorten``, as the epsilon search's first plan): sigma 0.6, q 1e-4,
+    10 steps went from 262,144 + 524,288 nodes (1.3 s) to 131,072 (0.32 s)."""
     if chernoff is None:
         chernoff = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     log_chernoff, kappa = chernoff
@@ -200,8 +202,9 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
                 break
             tolerance = rtol * bounds.estimate / 16
     tolerance = rtol * np.exp(log_chernoff) * 1e-3
-    for _ in range(4):
-        plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
+    for attempt in range(4):
+        plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping,
+                         shorten=attempt == 0)
         if on_plan is not None:
             on_plan(plan)
         bounds, errors = invert(plan, epsilon)
