@@ -107,9 +107,9 @@ _NEGLIGIBLE_LOG_DELTA = -60.0 * np.log(2.0)
 SMALLEST_INVERTED_DELTA = 1e-290
 #: Share of ``rtol delta`` the cut laws of an epsilon query may leave out (:meth:`FourierAccountant._remove_bodies`).
 CUT_SHARE = 64.0
-#: A delta query's first cut is sized for this fraction of the remove direction's Chernoff bound on delta
+#: A delta query's first cut is sized for this fraction of a Chernoff bound on the remove direction's delta
 #: (:meth:`FourierAccountant._inverted_delta`; only the work depends on it).
-DELTA_CUT_GUESS = 1e-3
+DELTA_CUT_GUESS = 1e-2
 #: Damping cap of a direction whose transforms cost the same at any tilt: a remove direction made only of cut laws,
 #: an add direction made only of mechanisms with :meth:`~mechanisms.base.Mechanism.tilt_free_damping`.
 CUT_MAX_DAMPING = 1e5
@@ -615,18 +615,19 @@ class FourierAccountant:
         epsilon queries), then, where that cannot meet ``rtol``, on the whole laws.
 
         The cut must leave out a small part of ``rtol delta`` and delta is what is sought: the first cut is sized
-        for ``DELTA_CUT_GUESS`` times the remove direction's Chernoff bound at ``epsilon`` (an upper bound on its
-        delta, loose by up to a few hundred times on narrow losses), and where its interval misses ``rtol`` the
-        second for the proven lower end that interval found. Each interval is proven whatever the cut (a cut law's
-        upper end includes the mass it left out, "Cut laws" in :mod:`accountants.fourier_inversion`), so only the
-        work depends on the guess. q = 1e-4, sigma 2, 10 steps at epsilon 2.3e-4: 8,192 + 65,536 nodes on the whole
-        laws, a few hundred cut."""
+        for ``DELTA_CUT_GUESS`` times a Chernoff bound on the remove direction's delta at ``epsilon`` (that of the
+        law cut for ``delta = 1`` plus the mass it leaves out: within a few times delta on narrow losses, where the
+        whole law's is hundreds of times above it and costs several times more), and where its interval misses
+        ``rtol`` the second for the proven lower end that interval found. Each interval is proven whatever the cut
+        (a cut law's upper end includes the mass it left out, "Cut laws" in :mod:`accountants.fourier_inversion`),
+        so only the work depends on the guess. q = 1e-4, sigma 2, 10 steps at epsilon 2.3e-4: 8,192 + 65,536 nodes
+        on the whole laws, a few hundred cut."""
         bodies = self._remove_bodies(1.0) if self.certified else None
         if bodies:
-            remove = self._direction_log_mgf(Direction.REMOVE)
-            log_chernoff = chernoff_log_delta(lambda k: remove(k.astype(np.complex128)), epsilon,
-                                              self._max_damping())[0]
-            guess = min(float(np.exp(min(log_chernoff, 0.0))), 1.0) * DELTA_CUT_GUESS
+            remove = self._direction_log_mgf(Direction.REMOVE, bodies)
+            cap = max(float(getattr(remove, "max_damping", 0.0)), self._max_damping())  # a cut law's own cap
+            log_chernoff = chernoff_log_delta(lambda k: remove(k.astype(np.complex128)), epsilon, cap)[0]
+            guess = min(float(np.exp(min(log_chernoff, 0.0))) + remove.left_out, 1.0) * DELTA_CUT_GUESS
             for _ in range(2):
                 if not guess >= SMALLEST_INVERTED_DELTA or self._remove_bodies(guess) is None:
                     break

@@ -4,7 +4,11 @@ after one warm-up call of the same cell, for dpledger's ``FourierAccountant.epsi
 ``PLDAccountant()`` (default discretisation) on the same ledger. Both tools keep their process-level caches
 between the calls (imports, quadrature rules), so the times are those of a warm process.
 
-Run: ``python -m benchmarks.bench_fourier_narrow``. Prints a markdown section for benchmarks/RESULTS.md.
+A second section asks the same cells for delta (``delta_bounds`` against PLD's ``get_delta``) at an epsilon
+chosen once per cell, untimed: dpledger's certified epsilon at ``DELTA`` rounded to three digits, so delta is near
+``DELTA`` there.
+
+Run: ``python -m benchmarks.bench_fourier_narrow``. Prints two markdown sections for benchmarks/RESULTS.md.
 """
 
 import statistics
@@ -28,23 +32,50 @@ def dpledger_epsilon(steps, sigma, q):
     return acc.epsilon_bounds(DELTA)
 
 
-def pld_epsilon(steps, sigma, q, dp_accounting):
-    """dp_accounting's PLD epsilon (default discretisation, pessimistic) from a fresh accountant."""
+def dpledger_delta(steps, sigma, q, epsilon):
+    """dpledger's certified ``Bounds`` of delta at ``epsilon`` from a fresh accountant."""
+    acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), count=steps)
+    return acc.delta_bounds(epsilon)
+
+
+def _pld(steps, sigma, q, dp_accounting):
     acc = dp_accounting.pld.PLDAccountant()
     acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps)
-    return acc.get_epsilon(DELTA)
+    return acc
+
+
+def pld_epsilon(steps, sigma, q, dp_accounting):
+    """dp_accounting's PLD epsilon (default discretisation, pessimistic) from a fresh accountant."""
+    return _pld(steps, sigma, q, dp_accounting).get_epsilon(DELTA)
+
+
+def pld_delta(steps, sigma, q, epsilon, dp_accounting):
+    """dp_accounting's PLD delta at ``epsilon`` (default discretisation, pessimistic) from a fresh accountant."""
+    return _pld(steps, sigma, q, dp_accounting).get_delta(epsilon)
 
 
 def run():
+    return [_section("epsilon"), _section("delta")]
+
+
+def _section(query):
+    """The cells timed for one query: ``"epsilon"`` at ``DELTA`` or ``"delta"`` at an epsilon near the answer."""
     dp_accounting = optional_import("dp_accounting")
     rows, slower, slower_cpu = [], 0, 0
     for steps, sigma, q in CELLS:
-        ours = time_call(lambda: dpledger_epsilon(steps, sigma, q), repeat=REPEAT)
+        if query == "epsilon":
+            arg, ours_call = DELTA, (lambda: dpledger_epsilon(steps, sigma, q))
+            theirs_call = lambda: pld_epsilon(steps, sigma, q, dp_accounting)  # noqa: E731
+        else:
+            arg = float(f"{dpledger_epsilon(steps, sigma, q).upper:.3g}")
+            ours_call = lambda: dpledger_delta(steps, sigma, q, arg)  # noqa: E731
+            theirs_call = lambda: pld_delta(steps, sigma, q, arg, dp_accounting)  # noqa: E731
+        ours = time_call(ours_call, repeat=REPEAT)
         wall, cpu = statistics.median(ours.runs), statistics.median(ours.cpu_runs)
-        row = [steps, sigma, q, f"[{ours.result.lower:.7g}, {ours.result.upper:.7g}]", f"{wall * 1e3:.1f}",
-               f"{cpu * 1e3:.1f}"]
+        row = [steps, sigma, q] + ([] if query == "epsilon" else [f"{arg:g}"]) + [
+            f"[{ours.result.lower:.7g}, {ours.result.upper:.7g}]", f"{wall * 1e3:.1f}", f"{cpu * 1e3:.1f}"]
         if dp_accounting is not None:
-            theirs = time_call(lambda: pld_epsilon(steps, sigma, q, dp_accounting), repeat=REPEAT)
+            theirs = time_call(theirs_call, repeat=REPEAT)
             p_wall, p_cpu = statistics.median(theirs.runs), statistics.median(theirs.cpu_runs)
             slower += wall > p_wall
             slower_cpu += cpu > p_cpu
@@ -54,11 +85,13 @@ def run():
             row += ["-"] * 5
         rows.append(row)
         print(*row, sep=" | ", flush=True)
-    headers = ["steps", "sigma", "q", "dpledger epsilon interval", "dpledger ms (median wall)",
-               "dpledger CPU ms (median)", "PLD default epsilon", "PLD ms (median wall)", "PLD CPU ms (median)",
-               "wall ratio", "CPU ratio"]
+    headers = ["steps", "sigma", "q"] + ([] if query == "epsilon" else ["epsilon"]) + [
+        f"dpledger {query} interval", "dpledger ms (median wall)", "dpledger CPU ms (median)",
+        f"PLD default {query}", "PLD ms (median wall)", "PLD CPU ms (median)", "wall ratio", "CPU ratio"]
+    asked = (f"epsilon at delta = {DELTA:g}" if query == "epsilon" else
+             f"delta at the epsilon shown (dpledger's epsilon at delta = {DELTA:g}, three digits)")
     lines = [
-        f"Command: `python -m benchmarks.bench_fourier_narrow`; delta = {DELTA:g}; {REPEAT} fresh calls of each "
+        f"Command: `python -m benchmarks.bench_fourier_narrow`; {asked}; {REPEAT} fresh calls of each "
         "tool per cell after one warm-up call of that cell (a warm process), medians.",
         "",
         f"{len(CELLS)} cells; dpledger slower than PLD's default in {slower} by median wall time, {slower_cpu} by "
@@ -68,8 +101,8 @@ def run():
         "",
         "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
     ]
-    return [Section("Fourier grid, narrow cells: median of repeated fresh calls against dp_accounting PLD",
-                    "\n".join(lines))]
+    title = "Fourier grid, narrow cells: median of repeated fresh calls against dp_accounting PLD"
+    return Section(title if query == "epsilon" else title + " (delta queries)", "\n".join(lines))
 
 
 if __name__ == "__main__":
