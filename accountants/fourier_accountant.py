@@ -345,10 +345,17 @@ class FourierAccountant:
     def _directions(self, delta=None):
         """``(direction, log MGF, decay bound)`` of the composed loss for both directions (the searches of
         :mod:`accountants._fourier_search` take the maximum over them). ``delta``: an epsilon query's, for which
-        the remove direction's law is cut where that helps (:meth:`_remove_bodies`)."""
+        the remove direction's law is cut where that helps (:meth:`_remove_bodies`).
+
+        A ledger of Gaussians and two-point pairs only (no other mechanism) has one law for both: ``M(-1 - s) =
+        M(s)`` for ``exp(mu^2 s (s + 1) / 2)`` and for ``p e^(s E) + (1 - p) e^(-s E)`` with ``p = 1 / (1 +
+        e^-E)`` (``p e^-E = 1 - p``), so the add direction's law, ``M(-1 - s)``, is the remove direction's, their
+        deltas and epsilons are equal, and the remove direction alone is searched."""
         bodies = None if delta is None else self._remove_bodies(delta)
+        symmetric = not self._compile()[3]
         return [(d, self._direction_log_mgf(d, bodies if d is Direction.REMOVE else None),
-                 self._log_mgf_sup(d, bodies if d is Direction.REMOVE else None)) for d in Direction]
+                 self._log_mgf_sup(d, bodies if d is Direction.REMOVE else None))
+                for d in Direction if not (symmetric and d is Direction.ADD)]
 
     def _log_mgf_sup(self, direction, bodies=None):
         mu2, e_values, counts, others = self._compile()

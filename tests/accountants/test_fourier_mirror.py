@@ -10,6 +10,7 @@ in closed form (evaluated in mpmath), the analytic Gaussian, and the add directi
 import math
 
 import mpmath as mp
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 import dpledger.accountants._fourier_search as search
 from dpledger.accountants import FourierAccountant
 from dpledger.accountants.fourier_inversion import invert, make_plan
-from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, RandomizedResponse
 from dpledger.mechanisms.relations import Direction
 
 DELTA = 1e-5
@@ -158,4 +159,24 @@ def test_a_delta_query_bounds_the_add_direction_by_the_mirror_and_answers_as_ful
     assert set(plans) == {Direction.REMOVE}
     both = search.max_delta_bounds(accountant._directions(), epsilon, **accountant._settings())
     assert max(bounds.lower, both.lower) <= min(bounds.upper, both.upper)
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
+
+
+def test_a_ledger_of_gaussians_and_two_point_pairs_is_searched_in_one_direction():
+    """Gaussians and randomized responses only: the add law equals the remove law (``M(-1 - s) = M(s)``, checked here
+    at random complex points), so only the remove direction is searched, and the answer is the one both give."""
+    accountant = FourierAccountant()
+    for sigma in (3.0, 5.0, 8.0):
+        accountant = accountant.compose(GaussianMechanism(sigma=sigma), 20)
+    for p in (0.52, 0.55):
+        accountant = accountant.compose(RandomizedResponse(p=p), 30)
+    rng = np.random.default_rng(7)
+    s = rng.uniform(-3, 3, 20) + 1j * rng.uniform(-40, 40, 20)
+    np.testing.assert_allclose(accountant.log_mgf(s, Direction.ADD), accountant.log_mgf(s, Direction.REMOVE),
+                               rtol=1e-12, atol=1e-12)
+    assert [d for d, _, _ in accountant._directions()] == [Direction.REMOVE]
+    bounds = accountant.epsilon_bounds(DELTA)
+    both = accountant._directions() + [(Direction.ADD, accountant._direction_log_mgf(Direction.ADD),
+                                        accountant._log_mgf_sup(Direction.ADD))]
+    assert search.max_epsilon_bounds(both, math.log(DELTA), **accountant._settings()) == bounds
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
