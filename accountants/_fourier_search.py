@@ -679,15 +679,19 @@ def mirror_delta_upper(plan, epsilon):
     ``H_g(Q || P) = 1 - g + g H_(1/g)(P || Q)``; with ``g = e^eps``, ``delta_m(eps) = 1 - e^eps + e^eps d(-eps)``
     where ``d(-eps) = E_P[(1 - e^(-eps - L))_+]`` is this direction's delta at ``-eps``, which :func:`invert`
     bounds from above at any epsilon (a cut law's upper end includes the mass it left out, "Cut laws" in
-    :mod:`accountants.fourier_inversion`, which only raises it). ``-expm1(eps)`` and ``exp(eps) d`` are each within
-    2u of their exact values and their sum within a further u, so the value plus ``4u (|expm1(eps)| + exp(eps) d)``
-    bounds ``delta_m(eps)``. The plan's errors grow like ``e^(kappa (eps_plan + eps))`` below the epsilon it was made
-    for and the identity multiplies them by ``e^eps``: far from the plan's epsilon the bound is only loose."""
+    :mod:`accountants.fourier_inversion`, which only raises it). ``-expm1(eps)`` is within 2u of its exact value
+    (1 ulp), ``exp(eps) d`` within 3u (1 ulp of ``exp``, then the product's rounding), their sum within a further
+    ``u (|expm1(eps)| + exp(eps) d)`` and the addition of the slack within u of the result (at most that sum plus the
+    slack): with ``S = |expm1(eps)| + exp(eps) d``, at most ``5u S`` to first order, so the value plus ``8u S`` bounds
+    ``delta_m(eps)`` (the ``4u S`` taken before fell short by up to ``u exp(eps) d`` where ``exp(eps) d`` exceeds
+    twice ``expm1(eps)``: small epsilons). The plan's errors grow like ``e^(kappa (eps_plan + eps))`` below the
+    epsilon it was made for and the identity multiplies them by ``e^eps``: far from the plan's epsilon the bound is
+    only loose."""
     if not 0.0 <= epsilon <= 700.0:  # beyond, e^eps overflows (and its rounding alone exceeds any delta)
         return math.inf
     upper = invert(plan, -epsilon)[0].upper
     first, second = -math.expm1(epsilon), math.exp(epsilon) * upper
-    return first + second + 4.0 * _U * (abs(first) + second)
+    return first + second + 8.0 * _U * (abs(first) + second)
 
 
 def _mirror_below(plan, epsilon, delta):
