@@ -161,3 +161,56 @@ def test_the_accountant_on_an_asymmetric_pair_contains_the_exact_values(monkeypa
     for key, b in answers.items():
         other = reference.delta_bounds(key) if key > 0.1 else reference.epsilon_bounds(key)
         assert max(b.lower, other.lower) <= min(b.upper, other.upper), (key, b, other)
+
+
+# ---------------------------------------------------------------- mixed ledgers: mirror on against mirror off
+
+
+def _mixed_ledgers():
+    from dpledger.mechanisms import RandomizedResponse
+    from dpledger.mechanisms.fixed_size_sampling import SampledWithoutReplacement
+
+    subsampled = PoissonSubsampled(GaussianMechanism(sigma=1.0), 0.01)
+    light = PoissonSubsampled(GaussianMechanism(sigma=2.0), 1e-3)  # cut laws (q <= CUT_MAX_SAMPLING)
+    return {
+        "gaussian + subsampled gaussian + rr": [(GaussianMechanism(sigma=3.0), 1), (subsampled, 100),
+                                                (RandomizedResponse(p=0.6), 3)],
+        "fixed-size sampling + cut subsampled gaussian": [
+            (SampledWithoutReplacement(GaussianMechanism(sigma=1.5), batch_size=100, dataset_size=10_000), 300),
+            (light, 30)],
+        "subsampled gaussian + subsampled rr": [(subsampled, 50),
+                                                (PoissonSubsampled(RandomizedResponse(p=0.9), 0.1), 20)],
+        "cut subsampled gaussian + asymmetric pair": [(light, 100),
+                                                      (DiscretePairMechanism(np.log([0.9, 0.1]),
+                                                                             np.log([0.6, 0.4])), 1)],
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_mixed_ledgers()))
+def test_mixed_ledgers_answer_as_with_the_mirror_and_the_cut_delta_laws_off(monkeypatch, name):
+    """Epsilon at 1e-5 and delta at 0.3 and 50 (where ``e^eps`` makes the mirror's identity cancel catastrophically)
+    of mixed ledgers (Gaussian, Poisson- and fixed-size-subsampled Gaussians, subsampled randomized response, an
+    asymmetric discrete pair), against the same queries with the mirror check off and whole laws: the intervals
+    meet."""
+    entries = _mixed_ledgers()[name]
+
+    def ledger():
+        accountant = FourierAccountant()
+        for mechanism, count in entries:
+            accountant.compose(mechanism, count)
+        return accountant
+
+    def answers():
+        accountant = ledger()
+        return [accountant.epsilon_bounds(1e-5), accountant.delta_bounds(0.3), accountant.delta_bounds(50.0)]
+
+    verdicts = []
+    original = search._mirror_below
+    monkeypatch.setattr(search, "_mirror_below", lambda *a: verdicts.append(original(*a)) or verdicts[-1])
+    first = answers()
+    assert verdicts  # the mirror check was consulted
+    monkeypatch.setattr(search, "_mirror_below", lambda *a: False)
+    monkeypatch.setattr(search, "mirror_delta_upper", lambda *a, **k: math.inf)
+    monkeypatch.setattr(fourier_accountant, "DELTA_CUT_GUESS", 0.0)
+    for b, other in zip(first, answers()):
+        assert max(b.lower, other.lower) <= min(b.upper, other.upper), (name, b, other)
