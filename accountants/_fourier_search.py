@@ -37,6 +37,7 @@ from dpledger.accountants.conversions import minimize_over_orders
 from dpledger.accountants.fourier_inversion import (
     Bounds,
     TruncationLimit,
+    _with_left_out,
     chernoff_log_delta,
     complement_damping,
     invert,
@@ -157,7 +158,7 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
         return _direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
                                        max_damping=max_damping, floor=floor, chernoff=chernoff, on_plan=on_plan)
     except TruncationLimit as exc:
-        upper = min(float(np.exp(chernoff[0])) * (1.0 + _CHERNOFF_SLACK), 1.0)
+        upper = _with_left_out(min(float(np.exp(chernoff[0])) * (1.0 + _CHERNOFF_SLACK), 1.0), _left_out(lm))
         return Bounds(0.0, upper, upper), (
             f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): {exc}; "
             "RDPAccountant answers such ledgers (looser).")
@@ -175,17 +176,35 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     ``failure`` is the :class:`AccuracyError` message saying what was tried. ``chernoff`` is
     ``chernoff_log_delta`` of ``lm`` at ``epsilon`` (computed when not given). The first plan may take a smaller
     damping for a shorter period (make_plan's ``shorten``, as the epsilon search's first plan): sigma 0.6, q 1e-4,
-    10 steps went from 262,144 + 524,288 nodes (1.3 s) to 131,072 (0.32 s)."""
+    10 steps went from 262,144 + 524,288 nodes (1.3 s) to 131,072 (0.32 s).
+
+    A cut law (``lm.left_out > 0``, "Cut laws" in :mod:`accountants.fourier_inversion`): its Chernoff bound is its
+    body's, so the mass left out joins every upper end taken from it (beyond the body's largest loss the body's
+    delta is 0 and its Chernoff bound below e^-700, while the whole law's delta is not: q = 1e-3, sigma = 2, 2
+    runs, delta(1) >= 6.3e-54 was reported as 5e-324); and it has no complement contour (``make_plan`` refuses
+    one): where that would be taken it fails at once, with its Chernoff bound, so the caller inverts the whole
+    laws."""
     if chernoff is None:
         chernoff = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     log_chernoff, kappa = chernoff
+    left_out = _left_out(lm)
     if log_chernoff < -700.0:
         # delta is negligible: report the Chernoff bound itself, with its slack, and never 0 (an exact 0 it is not:
         # the bound is positive; below the float range the smallest positive float is above it)
-        return Bounds(0.0, 0.0, max(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 5e-324)), None
-    chernoff_upper = min(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 1.0)
+        upper = _with_left_out(max(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 5e-324), left_out)
+        if not left_out:
+            return Bounds(0.0, 0.0, upper), None
+        return Bounds(0.0, upper, upper), (
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}) on the cut "
+            f"law: its body's delta is negligible, the mass left out ({left_out:.3g}) is not.")
+    chernoff_upper = _with_left_out(min(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 1.0), left_out)
     if chernoff_upper <= floor:
         return Bounds(0.0, 0.0, chernoff_upper), None
+    if kappa < COMPLEMENT_SWITCH and left_out:
+        return Bounds(0.0, chernoff_upper, chernoff_upper), (
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}) on the cut "
+            "law: its delta is large (Chernoff damping below COMPLEMENT_SWITCH) and a cut law has no complement "
+            "contour.")
     if kappa < COMPLEMENT_SWITCH:
         # Far below the mean of L the best damping is ~0 and delta is large: price 1 - delta on a contour
         # left of the pole at 0 instead (absolute errors, small against a large delta).
@@ -221,11 +240,17 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     )
 
 
-def _chernoff_delta_upper(bound, i):
-    """Direction ``i``'s Chernoff bound on delta made an upper bound (its rounding slack, within ``[5e-324, 1]``);
-    1 where even that cannot be computed (a direction not searched after another's NumericalError)."""
+def _left_out(lm):
+    """The mass a cut law leaves out of its transform (``lm.left_out``; 0 for a whole law)."""
+    return float(getattr(lm, "left_out", 0.0))
+
+
+def _chernoff_delta_upper(bound, i, left_out=0.0):
+    """Direction ``i``'s Chernoff bound on delta made an upper bound (its rounding slack, within ``[5e-324, 1]``,
+    plus the mass ``left_out`` of a cut law); 1 where even that cannot be computed (a direction not searched after
+    another's NumericalError)."""
     try:
-        return min(max(float(np.exp(bound(i)[0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0)
+        return _with_left_out(min(max(float(np.exp(bound(i)[0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0), left_out)
     except NumericalError:
         return 1.0
 
@@ -283,7 +308,7 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirro
                                                      max_damping=_damping_cap(lm, max_damping), floor=floor,
                                                      chernoff=bound(i), on_plan=plans.append)
         except NumericalError as exc:  # the directions not searched keep their Chernoff bounds
-            rest = [_chernoff_delta_upper(bound, j) for j in order[n:]]
+            rest = [_chernoff_delta_upper(bound, j, _left_out(directions[j][1])) for j in order[n:]]
             raise _with_proven(exc, parts + [Bounds(0.0, u, u) for u in rest], "delta") from None
         parts.append(bounds)
         if failure is not None:
@@ -657,15 +682,19 @@ def mirror_delta_upper(plan, epsilon):
     ``H_g(Q || P) = 1 - g + g H_(1/g)(P || Q)``; with ``g = e^eps``, ``delta_m(eps) = 1 - e^eps + e^eps d(-eps)``
     where ``d(-eps) = E_P[(1 - e^(-eps - L))_+]`` is this direction's delta at ``-eps``, which :func:`invert`
     bounds from above at any epsilon (a cut law's upper end includes the mass it left out, "Cut laws" in
-    :mod:`accountants.fourier_inversion`, which only raises it). ``-expm1(eps)`` and ``exp(eps) d`` are each within
-    2u of their exact values and their sum within a further u, so the value plus ``4u (|expm1(eps)| + exp(eps) d)``
-    bounds ``delta_m(eps)``. The plan's errors grow like ``e^(kappa (eps_plan + eps))`` below the epsilon it was made
-    for and the identity multiplies them by ``e^eps``: far from the plan's epsilon the bound is only loose."""
+    :mod:`accountants.fourier_inversion`, which only raises it). ``-expm1(eps)`` is within 2u of its exact value
+    (1 ulp), ``exp(eps) d`` within 3u (1 ulp of ``exp``, then the product's rounding), their sum within a further
+    ``u (|expm1(eps)| + exp(eps) d)`` and the addition of the slack within u of the result (at most that sum plus the
+    slack): with ``S = |expm1(eps)| + exp(eps) d``, at most ``5u S`` to first order, so the value plus ``8u S`` bounds
+    ``delta_m(eps)`` (the ``4u S`` taken before fell short by up to ``u exp(eps) d`` where ``exp(eps) d`` exceeds
+    twice ``expm1(eps)``: small epsilons). The plan's errors grow like ``e^(kappa (eps_plan + eps))`` below the
+    epsilon it was made for and the identity multiplies them by ``e^eps``: far from the plan's epsilon the bound is
+    only loose."""
     if not 0.0 <= epsilon <= 700.0:  # beyond, e^eps overflows (and its rounding alone exceeds any delta)
         return math.inf
     upper = invert(plan, -epsilon)[0].upper
     first, second = -math.expm1(epsilon), math.exp(epsilon) * upper
-    return first + second + 4.0 * _U * (abs(first) + second)
+    return first + second + 8.0 * _U * (abs(first) + second)
 
 
 def _mirror_below(plan, epsilon, delta):
