@@ -135,7 +135,7 @@ def phase_sums_uniform(
     # roundings, as t^p times cw), summed per bin (any order: the bound of the module docstring)
     hist = _histograms(b, bins, cw, t, p_count, n)
     l1 = np.sum(np.abs(hist), axis=1)
-    g = np.fft.ifft(hist, axis=1, norm="forward")  # sum_b H[b] e^(+2 pi i k b / N), unscaled
+    g = np.fft.ifft(hist, axis=1, norm="forward", out=hist)  # sum_b H[b] e^(+2 pi i k b / N), unscaled, in place
     k_prime = np.arange(count) - k_c
     cols = k_prime % n
     g = g[:, cols]
