@@ -114,8 +114,8 @@ def test_subsampled_gaussian_reports_are_upper_bounds_through_the_enclosure(monk
     tight = fa.delta_bounds(1.0)
     real = cf.log_f_enclosure
 
-    def inflated(a, v, g, mu, width=14.0):
-        value, log_err = real(a, v, g, mu, width)
+    def inflated(a, v, g, mu, width=14.0, *, cut=math.inf):
+        value, log_err = real(a, v, g, mu, width, cut=cut)
         return value, np.maximum(log_err, np.real(value) + np.log(1e-3))
 
     monkeypatch.setattr(cf, "log_f_enclosure", inflated)
