@@ -138,11 +138,10 @@ def phase_sums_uniform(
     g = np.fft.ifft(hist, axis=1, norm="forward", out=hist)  # sum_b H[b] e^(+2 pi i k b / N), unscaled, in place
     k_prime = np.arange(count) - k_c
     cols = k_prime % n
-    g = g[:, cols]
     z = 1j * (k_prime * w)
-    total = g[p_count - 1].copy()
-    for p in range(p_count - 1, 0, -1):  # Horner: sum_p (i omega)^p / p! G_p
-        total = g[p - 1] + total * (z / p)
+    total = g[p_count - 1, cols]
+    for p in range(p_count - 1, 0, -1):  # Horner: sum_p (i omega)^p / p! G_p (each row's K columns as needed)
+        total = g[p - 1, cols] + total * (z / p)
     sums = total
 
     # ---- error bounds (module docstring) ----
