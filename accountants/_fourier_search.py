@@ -37,12 +37,12 @@ from dpledger.accountants.conversions import minimize_over_orders
 from dpledger.accountants.fourier_inversion import (
     Bounds,
     TruncationLimit,
-    _with_left_out,
     chernoff_log_delta,
     complement_damping,
     invert,
     log_chernoff_constant,
     make_plan,
+    with_left_out,
 )
 from dpledger.mechanisms._tilts import exact_tilt
 from dpledger.mechanisms.errors import DPLedgerError, NumericalError
@@ -52,6 +52,7 @@ __all__ = [
     "COMPLEMENT_SWITCH",
     "chernoff_epsilon",
     "coarse_chernoff_epsilon",
+    "damping_cap",
     "direction_delta_bounds",
     "direction_epsilon_bounds",
     "bounds_in_bracket",
@@ -158,7 +159,7 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
         return _direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
                                        max_damping=max_damping, floor=floor, chernoff=chernoff, on_plan=on_plan)
     except TruncationLimit as exc:
-        upper = _with_left_out(min(float(np.exp(chernoff[0])) * (1.0 + _CHERNOFF_SLACK), 1.0), _left_out(lm))
+        upper = with_left_out(min(float(np.exp(chernoff[0])) * (1.0 + _CHERNOFF_SLACK), 1.0), _left_out(lm))
         return Bounds(0.0, upper, upper), (
             f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): {exc}; "
             "RDPAccountant answers such ledgers (looser).")
@@ -191,13 +192,13 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     if log_chernoff < -700.0:
         # delta is negligible: report the Chernoff bound itself, with its slack, and never 0 (an exact 0 it is not:
         # the bound is positive; below the float range the smallest positive float is above it)
-        upper = _with_left_out(max(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 5e-324), left_out)
+        upper = with_left_out(max(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 5e-324), left_out)
         if not left_out:
             return Bounds(0.0, 0.0, upper), None
         return Bounds(0.0, upper, upper), (
             f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}) on the cut "
             f"law: its body's delta is negligible, the mass left out ({left_out:.3g}) is not.")
-    chernoff_upper = _with_left_out(min(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 1.0), left_out)
+    chernoff_upper = with_left_out(min(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 1.0), left_out)
     if chernoff_upper <= floor:
         return Bounds(0.0, 0.0, chernoff_upper), None
     if kappa < COMPLEMENT_SWITCH and left_out:
@@ -250,7 +251,7 @@ def _chernoff_delta_upper(bound, i, left_out=0.0):
     plus the mass ``left_out`` of a cut law); 1 where even that cannot be computed (a direction not searched after
     another's NumericalError)."""
     try:
-        return _with_left_out(min(max(float(np.exp(bound(i)[0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0), left_out)
+        return with_left_out(min(max(float(np.exp(bound(i)[0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0), left_out)
     except NumericalError:
         return 1.0
 
@@ -290,7 +291,7 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirro
         if chernoff[i] is None:
             lm = directions[i][1]
             chernoff[i] = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon,
-                                             _damping_cap(lm, max_damping))
+                                             damping_cap(lm, max_damping))
         return chernoff[i]
 
     mirrored = mirrored and len(directions) == 2
@@ -305,7 +306,7 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirro
                 continue
         try:
             bounds, failure = direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
-                                                     max_damping=_damping_cap(lm, max_damping), floor=floor,
+                                                     max_damping=damping_cap(lm, max_damping), floor=floor,
                                                      chernoff=bound(i), on_plan=plans.append)
         except NumericalError as exc:  # the directions not searched keep their Chernoff bounds
             rest = [_chernoff_delta_upper(bound, j, _left_out(directions[j][1])) for j in order[n:]]
@@ -357,7 +358,7 @@ def _delta_above(log_delta):
     return math.exp(log_delta) * (1.0 + _log_slack(log_delta))
 
 
-def _damping_cap(lm, max_damping):
+def damping_cap(lm, max_damping):
     """The damping cap of a direction: the search's, or the law's own where it is larger (a cut law's transform
     costs the same at any tilt, :meth:`mechanisms.subsampled.PoissonSubsampled.remove_body`)."""
     return max(float(getattr(lm, "max_damping", 0.0)), max_damping)
@@ -697,10 +698,11 @@ def mirror_delta_upper(plan, epsilon):
     return first + second + 8.0 * _U * (abs(first) + second)
 
 
-def _mirror_below(plan, epsilon, delta):
-    """Whether :func:`mirror_delta_upper` certifies ``delta_m(epsilon) <= delta`` (compared with delta less its own
-    rounding, :func:`_delta_below`'s slack); then ``epsilon_m(delta) <= epsilon`` (``delta_m`` is non-increasing)."""
-    return mirror_delta_upper(plan, epsilon) <= delta * (1.0 - _log_slack(math.log(delta)))
+def _mirror_below(plan, epsilon, log_delta):
+    """Whether :func:`mirror_delta_upper` certifies ``delta_m(epsilon) <= delta`` (compared with
+    :func:`_delta_below`, a float at most the caller's delta); then ``epsilon_m(delta) <= epsilon`` (``delta_m`` is
+    non-increasing)."""
+    return mirror_delta_upper(plan, epsilon) <= _delta_below(log_delta)
 
 
 def _probe_upper(probe, i):
@@ -754,21 +756,20 @@ def max_epsilon_bounds(directions, log_delta, *, rtol, max_terms, max_damping, m
     def probe(i):
         if coarse[i] is None:
             lm = directions[i][1]
-            coarse[i] = coarse_chernoff_epsilon(lm, log_delta, _damping_cap(lm, max_damping))
+            coarse[i] = coarse_chernoff_epsilon(lm, log_delta, damping_cap(lm, max_damping))
         return coarse[i]
 
     mirrored = mirrored and len(directions) == 2
     order = list(range(len(directions))) if mirrored else sorted(range(len(directions)), key=lambda i: -probe(i)[0])
     floor, parts, plans = 0.0, [], []
-    delta = math.exp(log_delta)
     for n, i in enumerate(order):
         direction, lm, sup = directions[i]
-        if mirrored and plans and floor > 0.0 and _mirror_below(plans[-1], floor, delta):
+        if mirrored and plans and floor > 0.0 and _mirror_below(plans[-1], floor, log_delta):
             parts.append((Bounds(0.0, 0.0, floor), None))
             continue
         try:
             bounds, failure = direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol,
-                                                       max_terms=max_terms, max_damping=_damping_cap(lm, max_damping),
+                                                       max_terms=max_terms, max_damping=damping_cap(lm, max_damping),
                                                        floor=floor, coarse=probe(i), on_plan=plans.append)
         except NumericalError as exc:  # the directions not searched keep their coarse Chernoff epsilons
             rest = [_probe_upper(probe, j) for j in order[n:]]

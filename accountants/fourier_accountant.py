@@ -71,6 +71,7 @@ from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEM
     COMPLEMENT_SWITCH,  # noqa: F401
     AccuracyError,
     bounds_in_bracket,
+    damping_cap,
     max_delta_bounds,
     max_epsilon_bounds,
     split_delta_bounds,
@@ -632,8 +633,8 @@ class FourierAccountant:
         bodies = self._remove_bodies(1.0) if self.certified else None
         if bodies:
             remove = self._direction_log_mgf(Direction.REMOVE, bodies)
-            cap = max(float(getattr(remove, "max_damping", 0.0)), self._max_damping())  # a cut law's own cap
-            log_chernoff = chernoff_log_delta(lambda k: remove(k.astype(np.complex128)), epsilon, cap)[0]
+            log_chernoff = chernoff_log_delta(lambda k: remove(k.astype(np.complex128)), epsilon,
+                                              damping_cap(remove, self._max_damping()))[0]
             guess = min(float(np.exp(min(log_chernoff, 0.0))) + remove.left_out, 1.0) * DELTA_CUT_GUESS
             for _ in range(2):
                 if not guess >= SMALLEST_INVERTED_DELTA or self._remove_bodies(guess) is None:

@@ -64,6 +64,7 @@ __all__ = [
     "MAX_DAMPING_CLOSED_FORM",
     "MAX_DAMPING_ENCLOSED",
     "TruncationLimit",
+    "with_left_out",
 ]
 
 _EPS = np.finfo(np.float64).eps
@@ -459,7 +460,7 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     log_trunc = plan.log_sup - kappa * epsilon - np.log(np.pi * k_max * step)
     if max(peak, log_a2, log_trunc) > 600.0:
         errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
-        upper = _with_left_out(chernoff, plan.left_out)
+        upper = with_left_out(chernoff, plan.left_out)
         return Bounds(lower=0.0, estimate=upper, upper=upper), errors
     modulus = np.exp(t_re - peak)  # |e^(t - peak)|; its real part times cos(Im t) (InversionPlan.contour_parts)
     total = float(np.sum(weights * (modulus * np.cos(base_im - u * epsilon)))) * np.exp(peak) * step / np.pi
@@ -469,14 +470,14 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     truncation = float(np.exp(log_trunc))
     a1 = np.exp(-kappa * plan.period) / -np.expm1(-kappa * plan.period)
     aliasing = float(a1 + np.exp(log_a2))
-    upper = _with_left_out(min(total + truncation + rounding, chernoff), plan.left_out)
+    upper = with_left_out(min(total + truncation + rounding, chernoff), plan.left_out)
     lower = max(total - aliasing - truncation - rounding, 0.0)
     estimate = min(max(total, lower), upper)
     errors = {"aliasing": aliasing, "truncation": truncation, "rounding": rounding, "nodes": k_max + 1}
     return Bounds(lower=lower, estimate=estimate, upper=upper), errors
 
 
-def _with_left_out(upper, left_out):
+def with_left_out(upper, left_out):
     """``min(upper + left_out, 1)``, the addition rounded up: a cut law's delta exceeds its transform's by at most
     the mass left out ("Cut laws" in the module docstring)."""
     if left_out:

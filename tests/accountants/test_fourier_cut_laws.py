@@ -200,7 +200,7 @@ def test_a_direction_whose_saddle_point_is_far_out_is_ruled_out_before_its_full_
     monkeypatch.setattr(search, "_mirror_below", lambda *a, **k: False)
     accountant = _ledger(1e-4, 5.0, 10)
     (_, add_law, _), = [d for d in accountant._directions(DELTA) if d[0] is Direction.ADD]
-    coarse = search.coarse_chernoff_epsilon(add_law, math.log(DELTA), search._damping_cap(add_law, 64.0))
+    coarse = search.coarse_chernoff_epsilon(add_law, math.log(DELTA), search.damping_cap(add_law, 64.0))
     assert coarse.kappa > search._chernoff_grid(64.0)[-1]
     full = []
     original = search.chernoff_epsilon
@@ -230,7 +230,7 @@ def test_a_direction_far_above_the_floor_within_the_first_grid_is_tried_at_the_f
     monkeypatch.setattr(search, "_mirror_below", lambda *a, **k: False)
     accountant = _ledger(1e-4, 2.0, 10_000)
     (_, add_law, _), = [d for d in accountant._directions(DELTA) if d[0] is Direction.ADD]
-    cap = search._damping_cap(add_law, 64.0)
+    cap = search.damping_cap(add_law, 64.0)
     coarse = search.coarse_chernoff_epsilon(add_law, math.log(DELTA), cap)
     assert coarse.kappa <= search._chernoff_grid(cap)[-1]
     full, floors = [], []
@@ -258,7 +258,7 @@ def test_the_root_searches_invert_each_plan_at_each_epsilon_once(monkeypatch):
 def test_the_coarse_probe_keeps_every_damping_it_evaluated():
     accountant = _ledger(1e-4, 5.0, 10)
     for _, law, _ in accountant._directions(DELTA):
-        cap = search._damping_cap(law, 64.0)
+        cap = search.damping_cap(law, 64.0)
         coarse = search.coarse_chernoff_epsilon(law, math.log(DELTA), cap)
         assert np.array_equal(coarse.dampings[:9], search._chernoff_grid(cap)[::5])
         assert np.all(np.diff(coarse.dampings) > 0) and coarse.dampings[-1] <= cap

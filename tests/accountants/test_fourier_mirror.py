@@ -94,7 +94,7 @@ def test_the_mirror_bound_refuses_what_it_cannot_compute():
     plan = _plan(FourierAccountant().compose(GaussianMechanism(sigma=1.0), 1), Direction.REMOVE, 1.0)
     for epsilon in (-0.1, 701.0, math.inf, math.nan):
         assert search.mirror_delta_upper(plan, epsilon) == math.inf
-        assert not search._mirror_below(plan, epsilon, 0.5)
+        assert not search._mirror_below(plan, epsilon, math.log(0.5))
 
 
 @pytest.mark.parametrize("q, sigma, steps", [(1e-4, 2.0, 10), (1e-4, 5.0, 10_000), (1e-4, 2.0, 100),
