@@ -477,7 +477,7 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     return Bounds(lower=lower, estimate=estimate, upper=upper), errors
 
 
-def with_left_out(upper, left_out):
+def with_left_out(upper: float, left_out: float) -> float:
     """``min(upper + left_out, 1)``, the addition rounded up: a cut law's delta exceeds its transform's by at most
     the mass left out ("Cut laws" in the module docstring)."""
     if left_out:
