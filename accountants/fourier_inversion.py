@@ -157,6 +157,41 @@ class InversionPlan:
         return out
 
     @functools.cached_property
+    def moduli(self) -> tuple[float, np.ndarray, float, float]:
+        """``(peak0, w e^(Re base - peak0), sum_k (8 + |log M_k|) w_k e^(Re base_k - peak0), sum_k 2 w_k |s_k|
+        e^(Re base_k - peak0))`` with ``peak0 = max Re base`` (:attr:`contour`, :attr:`frequency_weights`).
+
+        At epsilon every term's exponent has the real part ``Re base - kappa eps``: the same shift at every node, so
+        the moduli relative to the peak, and the sums :func:`_magnitude` weighs them by, are the same at every
+        epsilon and are formed once per plan (a search inverts one plan at dozens of epsilons); :func:`invert`
+        scales them by ``e^(peak0 - kappa eps)``. Each modulus is one rounding of ``Re base - peak0`` and one
+        exponential, a subset of the roundings of the term by term computation (``Re base - kappa eps``, then
+        minus its maximum), which the per-term bound of :attr:`contour` covers; the two sums are of non-negative
+        terms, made larger by ``gamma_(K+2)`` (Higham Lemma 3.5) for their rounding in any order."""
+        base_re = self.contour_parts[0]
+        peak0 = float(np.max(base_re))
+        modulus = np.exp(base_re - peak0)
+        weights, magnitude_weights = self.contour[2], self.contour[3]
+        slack = 1.0 + (modulus.size + 2) * _EPS * 1.01
+        weighted = weights * modulus
+        weighted.setflags(write=False)
+        return (peak0, weighted, float(np.sum(magnitude_weights * modulus)) * slack,
+                float(np.sum(self.frequency_weights * modulus)) * slack)
+
+    @functools.cached_property
+    def enclosure_parts(self) -> tuple[float, float]:
+        """``(top0, sum_k w_k e^(l_k - top0))`` with ``l_k = log E_k - log |s_k (1 + s_k)|`` and ``top0 = max l``
+        (``(-inf, 0)`` for closed forms): :func:`_enclosure_error` at epsilon is this sum times
+        ``e^(top0 - kappa eps) step / pi`` (the same shift at every node, as in :attr:`moduli`)."""
+        if self.log_err_nodes is None:
+            return -np.inf, 0.0
+        log_terms = self.log_err_nodes - self.contour[4]
+        top0 = float(np.max(log_terms))
+        if not np.isfinite(top0):
+            return top0, 0.0
+        return top0, float(np.sum(self.contour[2] * np.exp(log_terms - top0)))
+
+    @functools.cached_property
     def contour_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Re base, Im base, Im s)`` of :attr:`contour`, contiguous: the exponent at epsilon is
         ``(Re base - kappa eps) + i (Im base - u eps)``, exactly the parts of the complex ``base - s eps`` (a complex
@@ -346,16 +381,15 @@ def _at_nodes(log_mgf, node_log_mgf, nodes):
     return np.asarray(value, dtype=np.complex128), np.asarray(error, dtype=np.float64)
 
 
-def _enclosure_error(plan, s, epsilon, weights):
+def _enclosure_error(plan, epsilon):
     """Bound on what the nodes' enclosure errors add to the contour sum:
-    ``(step / pi) sum_k w_k E_k |e^(-s_k eps)| / |s_k (1 + s_k)|`` (0 for closed forms)."""
-    if plan.log_err_nodes is None:
-        return 0.0
-    log_terms = plan.log_err_nodes - plan.kappa * epsilon - plan.contour[4]
-    top = float(np.max(log_terms))
-    if not np.isfinite(top):
-        return 0.0 if top == -np.inf else np.inf
-    return float(np.sum(weights * np.exp(log_terms - top)) * np.exp(top) * plan.step / np.pi * (1.0 + 1e-12))
+    ``(step / pi) sum_k w_k E_k |e^(-s_k eps)| / |s_k (1 + s_k)|`` (0 for closed forms), from the sum formed once
+    per plan (:attr:`InversionPlan.enclosure_parts`); the 1e-12 covers the roundings of the exponents (at most
+    ``u`` of magnitudes below 10^3 each) and of the sum."""
+    top0, total = plan.enclosure_parts
+    if not np.isfinite(top0):
+        return 0.0 if top0 == -np.inf else np.inf
+    return float(total * np.exp(top0 - plan.kappa * epsilon) * plan.step / np.pi * (1.0 + 1e-12))
 
 
 def complement_damping(log_mgf: Callable[[np.ndarray], np.ndarray], epsilon: float) -> float:
@@ -399,11 +433,16 @@ def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kap
     )
 
 
-def _magnitude(plan, modulus, epsilon):
-    """``sum_k w_k (8 + |log M_k| + 2 |s_k| |epsilon|) |e^(t_k - peak)|``: the terms' exponent errors in units of
-    machine epsilon, weighted by their moduli (:attr:`InversionPlan.contour`)."""
-    _, _, _, magnitude_weights, _ = plan.contour
-    return float(np.sum((magnitude_weights + abs(epsilon) * plan.frequency_weights) * modulus))
+def _terms(plan, epsilon):
+    """``(peak, sum_k w_k Re e^(t_k - peak), sum_k w_k (8 + |log M_k| + 2 |s_k| |epsilon|) |e^(t_k - peak)|)`` for
+    the exponents ``t_k = base_k - s_k eps`` (:attr:`InversionPlan.contour`): the contour sum and the terms'
+    exponent errors in units of machine epsilon, weighted by their moduli, both relative to ``e^peak``. The moduli
+    and the magnitude's sums come from :attr:`InversionPlan.moduli`; only the phases depend on epsilon: ``Re
+    e^(t - peak)`` is the modulus times ``cos(Im base - u eps)`` (:attr:`InversionPlan.contour_parts`)."""
+    peak0, weighted, magnitude, frequency = plan.moduli
+    _, base_im, u = plan.contour_parts
+    total = float(np.sum(weighted * np.cos(base_im - u * epsilon)))
+    return peak0 - plan.kappa * epsilon, total, magnitude + abs(epsilon) * frequency
 
 
 def _invert_negative(plan, epsilon):
@@ -412,19 +451,16 @@ def _invert_negative(plan, epsilon):
     E_P[min(1, e^(eps - L))]`` is, by Poisson summation, that value plus non-negative aliasing terms bounded by
     ``e^eps e^(-(1-a) j T)`` (``j >= 1``, as ``E_P[e^-L] <= 1``) and ``e^(-a |j| T)`` (``j <= -1``)."""
     a, step, k_max = -plan.kappa, plan.step, plan.terms
-    s, _, weights, _, _ = plan.contour
-    base_re, base_im, u = plan.contour_parts
-    t_re = base_re - plan.kappa * epsilon
-    peak = float(np.max(t_re))
+    peak = plan.moduli[0] - plan.kappa * epsilon
     log_trunc = plan.log_sup + a * epsilon - np.log(np.pi * k_max * step)
     if max(peak, log_trunc) > 600.0:
         errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
         return Bounds(lower=0.0, estimate=1.0, upper=1.0), errors
-    modulus = np.exp(t_re - peak)  # |e^(t - peak)|; its real part times cos(Im t) (InversionPlan.contour_parts)
-    total = float(np.sum(weights * (modulus * np.cos(base_im - u * epsilon)))) * np.exp(peak) * step / np.pi
-    magnitude = _magnitude(plan, modulus, epsilon) * np.exp(peak)
+    peak, total, magnitude = _terms(plan, epsilon)
+    total = total * np.exp(peak) * step / np.pi
+    magnitude = magnitude * np.exp(peak)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1)) + 2.0 * _EPS
-    rounding += _enclosure_error(plan, s, epsilon, weights)
+    rounding += _enclosure_error(plan, epsilon)
     truncation = float(np.exp(log_trunc))
     aliasing = float(
         np.exp(epsilon - (1.0 - a) * plan.period) / -np.expm1(-(1.0 - a) * plan.period)
@@ -446,10 +482,7 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     if plan.kappa < 0:
         return _invert_negative(plan, epsilon)
     kappa, step, k_max = plan.kappa, plan.step, plan.terms
-    s, _, weights, _, _ = plan.contour
-    base_re, base_im, u = plan.contour_parts
-    t_re = base_re - kappa * epsilon
-    peak = float(np.max(t_re))
+    peak = plan.moduli[0] - kappa * epsilon
     log_c = log_chernoff_constant(kappa)
     log_chernoff = plan.log_m_kappa - kappa * epsilon + log_c
     # its float error: a few ulps of each part (log M(kappa) itself is an upper bound), made larger
@@ -462,11 +495,11 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
         errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
         upper = with_left_out(chernoff, plan.left_out)
         return Bounds(lower=0.0, estimate=upper, upper=upper), errors
-    modulus = np.exp(t_re - peak)  # |e^(t - peak)|; its real part times cos(Im t) (InversionPlan.contour_parts)
-    total = float(np.sum(weights * (modulus * np.cos(base_im - u * epsilon)))) * np.exp(peak) * step / np.pi
-    magnitude = _magnitude(plan, modulus, epsilon) * np.exp(peak)
+    peak, total, magnitude = _terms(plan, epsilon)
+    total = total * np.exp(peak) * step / np.pi
+    magnitude = magnitude * np.exp(peak)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1))
-    rounding += _enclosure_error(plan, s, epsilon, weights)
+    rounding += _enclosure_error(plan, epsilon)
     truncation = float(np.exp(log_trunc))
     a1 = np.exp(-kappa * plan.period) / -np.expm1(-kappa * plan.period)
     aliasing = float(a1 + np.exp(log_a2))
