@@ -100,13 +100,14 @@ def _histograms(b, bins, cw, t, p_count, n):
 
 
 def phase_sums_uniform(
-    v_c: float, d: float, k_c: int, count: int, r: np.ndarray, c: np.ndarray
+    v_c: float, d: float, k_c: int, count: int, r: np.ndarray, c: np.ndarray, taylor_target: float = _TAYLOR_TARGET
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(sums, phase_errors, sum_error)`` for ``v_k = v_c + (k - k_c) d``, ``k = 0 .. count - 1``, ``d > 0``.
 
     ``|sum_j c_j e^(i v_k r_j) (1 + e_j) - sums[k]| <= sum_error`` where ``e_j`` are relative errors of the terms
     with ``|e_j| <= phase_errors[j]`` on top of the caller's own (module docstring: exact identity, Taylor remainder,
-    every rounding). ``c`` must be non-negative.
+    every rounding). ``c`` must be non-negative. ``taylor_target``: the Taylor remainder aimed at, relative to
+    ``sum c`` (only sets the number of powers; the remainder added to ``sum_error`` is the one reached).
     """
     r = np.asarray(r, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
@@ -123,7 +124,7 @@ def phase_sums_uniform(
     x = omega * max(t_max, 1.0)
     # Taylor terms: smallest P with x^P / P! below the target (x <= ~pi/4, so P ~ 17)
     p_count, term = 0, 1.0
-    while term > _TAYLOR_TARGET:
+    while term > taylor_target:
         p_count += 1
         term *= x / p_count
     remainder = term * 1.01

@@ -95,8 +95,9 @@ def _sum_work(v, nodes):
     return _FFT_NODE_COST * nodes + _FFT_LEVEL_COST * n * int(math.log2(n))
 
 
-def _phase_sums(v, r, c):
-    """``(sums, shift, phase_errors, sum_error)`` with ``sums[k] ~ sum_j c_j e^(i v_k r_j)``.
+def _phase_sums(v, r, c, taylor_target=_phase_fft._TAYLOR_TARGET):
+    """``(sums, shift, phase_errors, sum_error)`` with ``sums[k] ~ sum_j c_j e^(i v_k r_j)`` (``taylor_target``: the
+    non-uniform FFT's, :func:`mechanisms._phase_fft.phase_sums_uniform`).
 
     ``c`` is real, so a decreasing ``v`` (the add direction's nodes) is the conjugate of the sums at ``-v``
     (exact). On an evenly spaced ``v`` with many frequencies and nodes, the certified non-uniform FFT of
@@ -109,14 +110,15 @@ def _phase_sums(v, r, c):
     """
     k = v.size
     if k >= 2 and v[-1] < v[0]:
-        sums, shift, phase_errors, sum_error = _phase_sums(-v, r, c)
+        sums, shift, phase_errors, sum_error = _phase_sums(-v, r, c, taylor_target)
         return np.conj(sums), shift, phase_errors, sum_error
     if k >= 64:
         d = (v[-1] - v[0]) / (k - 1)
         uniform = _uniform_line(v, r.size)
         if uniform is not None:
             k_c, shift = uniform
-            sums, phase_errors, sum_error = _phase_fft.phase_sums_uniform(float(v[k_c]), d, k_c, k, r, c)
+            sums, phase_errors, sum_error = _phase_fft.phase_sums_uniform(float(v[k_c]), d, k_c, k, r, c,
+                                                                          taylor_target)
             return sums, shift, phase_errors, sum_error
         size = int(np.ceil(np.sqrt(k)))
         m = np.arange(k) % size

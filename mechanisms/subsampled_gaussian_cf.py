@@ -34,12 +34,13 @@ nodes, is one group: one layout instead of one per octave), serves the whole gro
 ``k`` that makes its summed bound (each panel at its best ``rho`` of a candidate set) at most its share of ~1e-17
 of ``F(a)``, so panels are short only where the integrand is both large and oscillating; whatever is chosen, the
 bound used is the one computed. A group whose smallest ``|v|`` is ``v_lo > V0`` (``V0 = _TARGET_FREQUENCY``,
-32) aims at ``(v_lo / V0)^2`` times that: the Fourier inversion (:mod:`accountants.fourier_inversion`) weighs an
-error at ``s = kappa + iv`` by ``1 / |s (1 + s)| <= 1 / v^2``, so such a node adds to delta no more than a node at
-``|v| = V0`` aiming at 1e-17, and all of at most ``2^20`` nodes together add at most ``2^20 / V0^2 x 1e-17 =
-1e-14`` of ``F(a)`` in those weights, what the terms' rounding adds at a single low frequency. The top octave of
-few runs of a small sampling probability then needs about half the panels (sigma 0.6, q 1e-4: 12,568 panels
-instead of 21,018 up to ``|v| = 1.4e5``).
+32) aims at ``(v_lo / V0)^2`` times that, and so does its phase sums' Taylor remainder (1e-16 of the terms' sum,
+:mod:`mechanisms._phase_fft`): the Fourier inversion (:mod:`accountants.fourier_inversion`) weighs an error at
+``s = kappa + iv`` by ``1 / |s (1 + s)| <= 1 / v^2``, so such a node adds to delta no more than a node at ``|v| =
+V0`` aiming at 1.1e-16 of ``F(a)``, and all of at most ``2^20`` nodes together add at most ``2^20 / V0^2 x 1.1e-16
+= 1.1e-13`` of ``F(a)`` in those weights, a few times what the terms' rounding adds at a single low frequency. The
+top octave of few runs of a small sampling probability then needs about half the panels (sigma 0.6, q 1e-4: 12,568
+panels instead of 21,018 up to ``|v| = 1.4e5``) and 12 Taylor powers instead of 17.
 
 **Tails.** Outside ``[X_lo, X_hi]`` (``X_lo <= 0``; ``|f| = phi B^a`` on the real line):
 ``int_{-inf}^{X_lo} phi B^a <= B(X_lo)^a Phi(X_lo)`` for ``a >= 0`` (``B`` increases) and ``(1 - g)^a Phi(X_lo)``
@@ -76,6 +77,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from dpledger.mechanisms import _logmath, _validate
+from dpledger.mechanisms._phase_fft import _TAYLOR_TARGET
 from dpledger.mechanisms._phase_sums import _COLUMNS, _check_work, _group_keys, _phase_sums
 from dpledger.mechanisms.errors import NumericalError
 
@@ -272,6 +274,12 @@ def _panel_log_errors(a, v_top, g, mu, centres, h):
     return log_err[:, 0], log_sup[:, 0]
 
 
+def _log_relaxation(v_low):
+    """``log`` of the factor ``(max(v_low, V0) / V0)^2`` by which a group of frequencies ``|v| >= v_low`` relaxes
+    its quadrature and Taylor targets (module docstring)."""
+    return 2.0 * math.log(max(float(v_low), _TARGET_FREQUENCY) / _TARGET_FREQUENCY)
+
+
 def _layout(a, v_top, g, mu, width, cut=math.inf, v_low=0.0):
     """``(half_lengths, centres, log_quadrature_error, log_sum_of_panel_sups)`` of the panel layout for
     ``v_low <= |v| <= v_top``.
@@ -285,8 +293,7 @@ def _layout(a, v_top, g, mu, width, cut=math.inf, v_low=0.0):
     zones = int(np.ceil((hi - lo) / 2.0))
     edges = np.linspace(lo, hi, zones + 1)
     zone_len = edges[1] - edges[0]
-    log_share = (log_ref + _LOG_TARGET - np.log(zones)
-                 + 2.0 * math.log(max(float(v_low), _TARGET_FREQUENCY) / _TARGET_FREQUENCY))
+    log_share = log_ref + _LOG_TARGET - np.log(zones) + _log_relaxation(v_low)
     halves, centres, errors, sups = [], [], [], []
     todo = np.arange(zones)
     level, panels = 0, 0
@@ -373,21 +380,22 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
     for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
         sel = np.flatnonzero(keys == key)
         magnitudes = np.abs(flat[sel])
-        v_top = float(magnitudes.max())
-        layout = _layout(a, v_top, g, mu, width, cut, float(magnitudes.min()))
-        log_c = _nodes(a, g, mu, layout[0], layout[1])[3]
+        v_top, v_low = float(magnitudes.max()), float(magnitudes.min())
+        layout = _layout(a, v_top, g, mu, width, cut, v_low)
+        nodes = _nodes(a, g, mu, layout[0], layout[1])
+        log_c = nodes[3]
         work = _check_work(flat[sel], int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top, work)
-        plans.append((sel, v_top, layout))
-    for sel, v_top, (h, centres, log_quad, log_sups) in plans:
+        plans.append((sel, v_top, v_low, layout, nodes))
+    for sel, v_top, v_low, (h, _, log_quad, log_sups), (x, r, log_w, log_c) in plans:
         part = flat[sel]
-        x, r, log_w, log_c = _nodes(a, g, mu, h, centres)
         peak = float(log_c.max())
         keep = log_c >= peak - _PRUNE
         dropped = _lse(log_c[~keep]) if (~keep).any() else -np.inf
         x, r, log_w, c = x[keep], r[keep], log_w[keep], np.exp(log_c[keep] - peak)
         h = np.repeat(h, _N_NODES)[keep]
         eps = _term_errors(x, r, h, log_w, log_c[keep], abs(a), peak, v_top, g, mu)
-        sums, shift, phase_errors, sum_error = _phase_sums(part, r, c)
+        taylor_target = _TAYLOR_TARGET * math.exp(_log_relaxation(v_low))
+        sums, shift, phase_errors, sum_error = _phase_sums(part, r, c, taylor_target)
         # the frequency split of _phase_sums (|e^(i d r) - 1| <= |d r|) and its one extra complex product
         eps = np.expm1(eps + phase_errors + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
         total_c = float(np.sum(c))

@@ -68,10 +68,11 @@ def test_enclosure_contains_the_mpmath_value(a, v, g, sigma):
     assert bound <= 1e-9 * size  # and is useful
 
 
-def test_high_frequency_groups_aim_at_a_target_raised_by_the_square_of_their_frequency():
+def test_high_frequency_groups_aim_at_a_target_raised_by_the_square_of_their_frequency(monkeypatch):
     """A group of frequencies whose smallest ``|v|`` exceeds V0 aims at ``(v_low / V0)^2`` times 1e-17 of ``F(a)``
     (the inversion weighs it by ``1 / v^2``): fewer panels, a larger but still met bound; at or below V0 nothing
-    changes. The bound actually returned still contains mpmath's value on such a line."""
+    changes. Their phase sums' Taylor target is raised alike. The bound actually returned still contains mpmath's
+    value on such a line."""
     a, g, mu, width = 2.0, 0.05, 1.0, 14.0
     log_ref = cf._reference(a, g, mu, width)[2]
     base = cf._layout(a, 1600.0, g, mu, width)
@@ -82,7 +83,11 @@ def test_high_frequency_groups_aim_at_a_target_raised_by_the_square_of_their_fre
     assert base[2] <= log_ref + cf._LOG_TARGET + 1e-9
     assert base[2] < raised[2] <= log_ref + cf._LOG_TARGET + 2.0 * np.log(1000.0 / cf._TARGET_FREQUENCY) + 1e-9
     v = np.linspace(300.0, 480.0, cf._SHORT_LINE + 44)  # a long line: one octave, relaxed ~88 times
+    targets = []
+    original = phase_sums._phase_sums
+    monkeypatch.setattr(cf, "_phase_sums", lambda *args: targets.append(args[3]) or original(*args))
     value, log_err = cf.log_f_enclosure(a, v, g, mu)
+    assert targets == [pytest.approx(1e-16 * (300.0 / cf._TARGET_FREQUENCY) ** 2)]  # and its Taylor remainder
     with mp.workdps(DPS):
         exact = _oracle_f(mp.mpc(a, v[0]), g, 1.0 / mu)
         assert abs(mp.exp(mp.mpc(complex(value[0]))) - exact) <= mp.exp(mp.mpf(float(log_err[0])))
