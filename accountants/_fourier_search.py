@@ -584,8 +584,9 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
     if floor > 0.0 and _below_at(lm, sup, floor, delta, kappa, max_terms=max_terms, max_damping=cap):
         return Bounds(0.0, 0.0, floor), None
     tolerance = rtol * delta / 16.0
-    # The first plan may take a smaller damping for a shorter period (make_plan's ``shorten``); if it misses the
-    # accuracy, the search plans again, without it, at the certified upper epsilon it found.
+    # The first plan may take a smaller damping for a shorter period (make_plan's ``shorten``, halvings); if it
+    # misses the accuracy, the search plans again at the certified upper epsilon it found, shortened in finer steps
+    # (_REPLAN_SHORTEN), and then, if that misses too, without shortening.
     shorten = True
     for _ in range(5):
         # Errors shrink as epsilon grows, so a plan made at a lower epsilon holds above it: plan at 0.8 x the
@@ -619,10 +620,12 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         if at_upper.upper - at_upper.lower <= rtol * max(at_upper.estimate, 1e-300) or upper == 0.0:
             break
         if shorten:
-            # the shortened plan missed rtol but its certified upper epsilon stands: plan again there, unshortened
-            # (where the Chernoff bracket is far above the answer, as for few runs of little noise, a plan at the
-            # bracket would be long and would still miss the answer's accuracy)
-            hi, kappa, shorten = upper, None, False
+            # the shortened plan missed rtol but its certified upper epsilon stands: plan again there (where the
+            # Chernoff bracket is far above the answer, as for few runs of little noise, a plan at the bracket would
+            # be long and would still miss the answer's accuracy), first in finer steps of damping, where the
+            # halvings jump from a long period to too much rounding (q 1e-4, sigma 0.6, 100 steps: damping 8 takes
+            # 65,536 nodes, 4 too much rounding, 5.66 16,384 nodes), then unshortened
+            hi, kappa, shorten = upper, None, _REPLAN_SHORTEN if shorten is True else False
             continue
         # The plan was made for the Chernoff bracket; the errors grow below it. Plan again at the epsilon
         # found (same tolerance); only if that was already done, tighten the tolerance.
@@ -645,6 +648,9 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
     lower = certified_lower_root(log_excess, estimate, refine=True)
     return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper), None
 
+
+#: Ratio between the candidate dampings of an epsilon search's second plan (make_plan's ``shorten``).
+_REPLAN_SHORTEN = 2.0**-0.5
 
 #: Trials of :func:`_failed_lower`: the step below the upper epsilon is doubled this many times at most.
 _FAILED_LOWER_TRIES = 8

@@ -242,7 +242,7 @@ def make_plan(
     kappa: float | None = None,
     max_damping: float = MAX_DAMPING,
     node_log_mgf: Callable[[np.ndarray], np.ndarray] | None = None,
-    shorten: bool = False,
+    shorten: bool | float = False,
 ) -> InversionPlan:
     """Choose damping, period and number of nodes so that aliasing and truncation at ``epsilon`` are each at
     most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes. The damping
@@ -253,8 +253,9 @@ def make_plan(
     law's ``log_mgf``, which dominates it; ``log_mgf_sup`` must bound the part).
 
     ``shorten``: try smaller dampings where the upper aliasing bound sets a long period
-    (:func:`_damping_and_period`); their terms are larger, so a caller whose plan then misses its accuracy should
-    plan again without it."""
+    (:func:`_damping_and_period`: ``True`` halves the damping at each candidate, a float in (0, 1) takes that ratio
+    between candidates, down to the same smallest); their terms are larger, so a caller whose plan then misses its
+    accuracy should plan again without it."""
     # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
     # it are proven whatever it is, so it is floored where its logarithm stays finite.
     tolerance = max(float(tolerance), 1e-300)
@@ -308,7 +309,7 @@ _BASE_RELATIVE_ERROR = 1e-11
 
 _TAIL_FACTORS = 1.0 + np.array([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0])
 _TAIL_SHIFTS = np.array([0, 0, 0, 0, 0, 0.5, 1.0])
-#: Dampings tried by ``shorten``: the Chernoff-optimal one and this many halvings of it.
+#: Dampings tried by ``shorten``: the Chernoff-optimal one and smaller ones down to this many halvings of it.
 _HALVINGS = 8
 
 
@@ -332,11 +333,14 @@ def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_head
     terms smallest, but where the loss has a heavy upper tail (subsampled mechanisms: ``log M`` grows like ``k^2``)
     the tilt ``e^(kappa L)`` spreads the law over a range far wider than the loss itself, and the upper aliasing
     bound then asks for a long period, so many nodes (q = 1e-3, sigma = 2, 10 steps: period 35 at kappa = 54, 1.5
-    at kappa = 20). Any damping gives proven bounds, so with ``shorten`` smaller dampings (halvings) are taken while
+    at kappa = 20). Any damping gives proven bounds, so with ``shorten`` smaller dampings (halvings, or steps of the
+    ratio ``shorten``) are taken while
     their period is shorter and the largest term stays within ``log_headroom`` (:func:`_log_headroom`) of the
     tolerance (its rounding then stays below it). Each candidate's ``log M`` (at its damping and tails) comes from
     one call, made only when the search reaches it."""
-    kappas = exact_tilt(kappa * 0.5 ** np.arange(_HALVINGS + 1 if shorten else 1))
+    ratio = 0.5 if shorten is True else float(shorten)
+    count = int(np.ceil(_HALVINGS * np.log(0.5) / np.log(ratio))) if shorten else 0
+    kappas = exact_tilt(kappa * ratio ** np.arange(count + 1))
     tails = exact_tilt(kappas[:, None] * _TAIL_FACTORS[None, :] + _TAIL_SHIFTS[None, :])
     t1 = -log_tol / kappas
 

@@ -28,6 +28,13 @@ def _ledger(q, sigma, steps):
     return FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), count=steps)
 
 
+def _remove_law(q, sigma, steps):
+    """``(log MGF, decay bound)`` of the remove direction's cut law of an epsilon query at DELTA."""
+    direction, law, sup = _ledger(q, sigma, steps)._directions(DELTA)[0]
+    assert direction is Direction.REMOVE
+    return law, sup
+
+
 def _uncut(accountant, delta):
     """The same ledger's epsilon interval from the whole law (no cut): the accountant's path before cut laws."""
     accountant._derived.setdefault("bodies", {})[delta] = None
@@ -121,6 +128,29 @@ def test_narrow_ledger_is_answered_through_the_cut_law(monkeypatch):
     report = accountant.delta_report(accountant.get_epsilon(DELTA))
     assert "upper tail cut at a total mass of at most" in report.method
     assert 0 < accountant._derived["cut"] <= 1e-6 * report.delta / CUT_SHARE
+
+
+def test_a_missed_first_plan_is_followed_by_one_in_finer_steps_of_damping(monkeypatch):
+    """q 1e-4, sigma 0.6, 100 steps: the first (halvings) plan, made far above the answer, misses rtol; the second,
+    at the answer, takes dampings in steps of 2^-1/2 (5.66 between the Chernoff 8, whose long period needs 65,536
+    nodes, and 4, whose largest term is past the rounding headroom) and meets rtol with 16,384. A third plan
+    would mean the finer steps bought nothing."""
+    calls = []
+    original = search.make_plan
+
+    def spy(*args, **kwargs):
+        plan = original(*args, **kwargs)
+        calls.append((kwargs.get("shorten"), plan))
+        return plan
+
+    monkeypatch.setattr(search, "make_plan", spy)
+    bounds = _ledger(1e-4, 0.6, 100).epsilon_bounds(DELTA)
+    remove = [(shorten, plan) for shorten, plan in calls if plan.left_out > 0]
+    assert [shorten for shorten, _ in remove] == [True, search._REPLAN_SHORTEN]
+    second = remove[1][1]
+    unshortened = make_plan(*_remove_law(1e-4, 0.6, 100), bounds.upper, 1e-6 * DELTA / 16.0, max_damping=64.0)
+    assert second.kappa < unshortened.kappa and second.terms * 4 <= unshortened.terms
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
 
 
 @pytest.mark.parametrize("guess", [fourier_accountant.DELTA_CUT_GUESS, 1e3])
