@@ -280,42 +280,54 @@ def _log_relaxation(v_low):
     return 2.0 * math.log(max(float(v_low), _TARGET_FREQUENCY) / _TARGET_FREQUENCY)
 
 
-def _layout(a, v_top, g, mu, width, cut=math.inf, v_low=0.0):
-    """``(half_lengths, centres, log_quadrature_error, log_sum_of_panel_sups)`` of the panel layout for
+def _layout(a, v_top, g, mu, width, cut=math.inf, v_low=0.0, start=None):
+    """``(half_lengths, centres, log_quadrature_error, log_sum_of_panel_sups, levels)`` of the panel layout for
     ``v_low <= |v| <= v_top``.
 
     ``[X_lo, X_hi]`` is cut into zones of length about 2; each zone is split into ``2^k`` equal panels with the
     smallest ``k`` whose summed error bound meets its share of the target (so panels are short only where the
     integrand is both large and oscillating), the target raised by ``(v_low / V0)^2`` beyond ``V0`` (module
-    docstring). Whatever is chosen, the bound returned is the one computed.
-    """
+    docstring). The search for ``k`` starts at ``start`` (one level per zone, e.g. the layout of the octave above
+    less one: :func:`_log_f_enclosure`; 0 where not given) and goes down while the level below still meets the
+    target, up while it does not (the bound falls as panels shorten, so it ends where searching from 0 would).
+    Whatever is chosen, the bound returned is the one computed; ``levels`` are the ``k`` chosen."""
     lo, hi, log_ref = _reference(a, g, mu, width, cut)
     zones = int(np.ceil((hi - lo) / 2.0))
     edges = np.linspace(lo, hi, zones + 1)
     zone_len = edges[1] - edges[0]
     log_share = log_ref + _LOG_TARGET - np.log(zones) + _log_relaxation(v_low)
-    halves, centres, errors, sups = [], [], [], []
+    level = np.zeros(zones, dtype=np.int64) if start is None else np.maximum(np.asarray(start, dtype=np.int64), 0)
+    failed = np.full(zones, -1)  # the highest level known to miss the target
+    chosen = [None] * zones  # (level, centres, zone error, zone sup) of the lowest level known to meet it
     todo = np.arange(zones)
-    level, panels = 0, 0
     while todo.size:
-        n_sub = 1 << level
-        h = zone_len / (2.0 * n_sub)
-        mid = edges[todo][:, None] + h * (2.0 * np.arange(n_sub) + 1.0)[None, :]
-        log_err, log_sup = _panel_log_errors(a, v_top, g, mu, mid.ravel(), h)
-        zone_err = _lse(log_err.reshape(mid.shape), axis=1)
-        zone_sup = _lse(log_sup.reshape(mid.shape), axis=1)
-        last = h <= _MIN_HALF_LENGTH or (panels + todo.size * n_sub) * _N_NODES > _MAX_NODES
-        done = (zone_err <= log_share) | last
-        for z in np.flatnonzero(done):
-            centres.append(mid[z])
-            halves.append(np.full(n_sub, h))
-            errors.append(zone_err[z])
-            sups.append(zone_sup[z])
-            panels += n_sub
-        todo = todo[~done]
-        level += 1
-    centres, halves = np.concatenate(centres), np.concatenate(halves)
-    return halves, centres, _slack(float(_lse(errors))), _slack(float(_lse(sups)))
+        budget = (sum(c[1].size for c in chosen if c is not None)
+                  + int(np.sum(1 << level[todo]))) * _N_NODES > _MAX_NODES
+        for k in np.unique(level[todo]):
+            at = todo[level[todo] == k]
+            n_sub = 1 << int(k)
+            h = zone_len / (2.0 * n_sub)
+            mid = edges[at][:, None] + h * (2.0 * np.arange(n_sub) + 1.0)[None, :]
+            log_err, log_sup = _panel_log_errors(a, v_top, g, mu, mid.ravel(), h)
+            zone_err = _lse(log_err.reshape(mid.shape), axis=1)
+            zone_sup = _lse(log_sup.reshape(mid.shape), axis=1)
+            last = h <= _MIN_HALF_LENGTH or budget  # a zone that misses is then kept as it is
+            for i, z in enumerate(at):
+                if zone_err[i] <= log_share:
+                    chosen[z] = (int(k), mid[i], zone_err[i], zone_sup[i])
+                    level[z] = k - 1 if (k > 0 and failed[z] < k - 1) else -1
+                elif chosen[z] is not None and chosen[z][0] == k + 1:
+                    level[z] = -1  # the level above meets it: that one stays
+                elif last:
+                    chosen[z], level[z] = (int(k), mid[i], zone_err[i], zone_sup[i]), -1
+                else:
+                    failed[z], level[z] = k, k + 1
+        todo = np.flatnonzero(level >= 0)
+    levels = np.array([c[0] for c in chosen])
+    centres = np.concatenate([c[1] for c in chosen])
+    halves = np.concatenate([np.full(c[1].size, zone_len / (2.0 * c[1].size)) for c in chosen])
+    errors, sups = [c[2] for c in chosen], [c[3] for c in chosen]
+    return halves, centres, _slack(float(_lse(errors))), _slack(float(_lse(sups))), levels
 
 
 def _nodes(a, g, mu, h, centres):
@@ -376,17 +388,22 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
     lo, hi, _ = _reference(a, g, mu, width, cut)
     log_left, log_right = _log_tails(a, g, mu, lo, hi, cut)
     keys = _group_keys(flat) if flat.size > _SHORT_LINE else np.zeros(flat.size, dtype=np.int64)
-    plans, work = [], 0
+    plans, work, above = [], 0, None
     for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
         sel = np.flatnonzero(keys == key)
         magnitudes = np.abs(flat[sel])
         v_top, v_low = float(magnitudes.max()), float(magnitudes.min())
-        layout = _layout(a, v_top, g, mu, width, cut, v_low)
+        # the octaves come from the top down: each starts its search one level below the layout of the one above
+        start = None
+        if above is not None and above[0] >= v_top:
+            start = above[1] - int(round(math.log2(above[0] / max(v_top, 1.0))))
+        layout = _layout(a, v_top, g, mu, width, cut, v_low, start)
+        above = (v_top, layout[4])
         nodes = _nodes(a, g, mu, layout[0], layout[1])
         log_c = nodes[3]
         work = _check_work(flat[sel], int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top, work)
         plans.append((sel, v_top, v_low, layout, nodes))
-    for sel, v_top, v_low, (h, _, log_quad, log_sups), (x, r, log_w, log_c) in plans:
+    for sel, v_top, v_low, (h, _, log_quad, log_sups, _), (x, r, log_w, log_c) in plans:
         part = flat[sel]
         peak = float(log_c.max())
         keep = log_c >= peak - _PRUNE

@@ -68,6 +68,19 @@ def test_enclosure_contains_the_mpmath_value(a, v, g, sigma):
     assert bound <= 1e-9 * size  # and is useful
 
 
+@pytest.mark.parametrize("a, g, sigma, v_top",
+                         [(2.0, 0.05, 1.0, 1600.0), (6.0, 1e-4, 0.6, 3e4), (-3.0, 0.3, 1.5, 500.0)])
+def test_a_layout_search_started_anywhere_ends_where_one_from_zero_does(a, g, sigma, v_top):
+    """Each zone's level is the smallest whose bound meets the target, whether the search starts at 0, above (it
+    goes down while the level below still meets it) or below; the panels come out in order of ``x``."""
+    mu = 1.0 / sigma
+    base = cf._layout(a, v_top, g, mu, 14.0)
+    assert np.all(np.diff(base[1]) > 0)
+    for shift in (-3, 2, 5):
+        other = cf._layout(a, v_top, g, mu, 14.0, start=base[4] + shift)
+        assert np.array_equal(other[4], base[4]) and np.array_equal(other[1], base[1]) and other[2] == base[2]
+
+
 def test_high_frequency_groups_aim_at_a_target_raised_by_the_square_of_their_frequency(monkeypatch):
     """A group of frequencies whose smallest ``|v|`` exceeds V0 aims at ``(v_low / V0)^2`` times 1e-17 of ``F(a)``
     (the inversion weighs it by ``1 / v^2``): fewer panels, a larger but still met bound; at or below V0 nothing
