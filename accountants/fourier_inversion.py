@@ -134,7 +134,7 @@ class InversionPlan:
         constant being generous), ``fl(s eps)`` within ``u |s eps|`` per part and the additions within ``u`` of
         partial sums bounded by the same magnitudes; a term ``e^t`` with exponent error ``d`` is off by at most
         ``|e^t| (e^|d| - 1)``, i.e. ``|d| |e^t|`` to first order (the ``1 + log2`` factor of the bound absorbs the
-        second order). :func:`_magnitude` adds the ``2 |s| |epsilon|`` at each epsilon (it grows with the
+        second order). :func:`_terms` adds the ``2 |s| |epsilon|`` at each epsilon (it grows with the
         frequency: high-frequency terms of slowly decaying characteristic functions carry a phase error of about
         ``u |Im s| epsilon``, beyond ``8 + |log M|`` there)."""
         s = self.kappa + 1j * self.step * np.arange(self.terms + 1)
@@ -162,7 +162,7 @@ class InversionPlan:
         e^(Re base_k - peak0))`` with ``peak0 = max Re base`` (:attr:`contour`, :attr:`frequency_weights`).
 
         At epsilon every term's exponent has the real part ``Re base - kappa eps``: the same shift at every node, so
-        the moduli relative to the peak, and the sums :func:`_magnitude` weighs them by, are the same at every
+        the moduli relative to the peak, and the sums :func:`_terms` weighs them by, are the same at every
         epsilon and are formed once per plan (a search inverts one plan at dozens of epsilons); :func:`invert`
         scales them by ``e^(peak0 - kappa eps)``. Each modulus is one rounding of ``Re base - peak0`` and one
         exponential, a subset of the roundings of the term by term computation (``Re base - kappa eps``, then
@@ -388,12 +388,15 @@ def _at_nodes(log_mgf, node_log_mgf, nodes):
 def _enclosure_error(plan, epsilon):
     """Bound on what the nodes' enclosure errors add to the contour sum:
     ``(step / pi) sum_k w_k E_k |e^(-s_k eps)| / |s_k (1 + s_k)|`` (0 for closed forms), from the sum formed once
-    per plan (:attr:`InversionPlan.enclosure_parts`); the 1e-12 covers the roundings of the exponents (at most
-    ``u`` of magnitudes below 10^3 each) and of the sum."""
+    per plan (:attr:`InversionPlan.enclosure_parts`); the 1e-12 covers the roundings of each term's exponent
+    relative to ``top0`` (a few ulps of magnitudes below 10^3) and of the sum, and ``8u (|top0| + |kappa eps|)``
+    those of the common exponent ``top0 - kappa eps`` (dampings reach 10^3 and more)."""
     top0, total = plan.enclosure_parts
     if not np.isfinite(top0):
         return 0.0 if top0 == -np.inf else np.inf
-    return float(total * np.exp(top0 - plan.kappa * epsilon) * plan.step / np.pi * (1.0 + 1e-12))
+    shift = top0 - plan.kappa * epsilon
+    slack = 1.0 + 1e-12 + 8.0 * _EPS * (abs(top0) + abs(plan.kappa * epsilon) + 1.0)
+    return float(total * np.exp(shift) * plan.step / np.pi * slack)
 
 
 def complement_damping(log_mgf: Callable[[np.ndarray], np.ndarray], epsilon: float) -> float:

@@ -148,5 +148,6 @@ def log_body_upper(a: ArrayLike, g: float, mu: float, cut: float) -> np.ndarray:
     # itself is within a few ulps of its value (charged 1e-12 of it)
     slack = (16.0 * _U * (np.abs(at_lo) + np.abs(at_hi))
              + np.maximum(errors[inverse[:flat.size]], errors[inverse[flat.size:]])) * (1.0 + 1e-12)
-    out = _logmath.widen_up(chord, 8.0 * _U, slack)
+    out = _logmath.widen_up_entries(chord, 8.0 * _U, slack) if chord.size <= 64 else _logmath.widen_up(
+        chord, 8.0 * _U, slack)
     return np.asarray(out, dtype=np.float64).reshape(a.shape)

@@ -204,6 +204,16 @@ def widen_up(value, relative, absolute=0.0):
     return np.where(finite, out, v)[()]
 
 
+def widen_up_entries(value, relative, absolute=0.0):
+    """:func:`widen_up` entry by entry through its scalar path (:func:`_widen_up_scalar`): at or above the exact
+    ``value + relative * |value| + absolute``, at most three floats above :func:`widen_up`'s array path, and ~20 times
+    cheaper than it on a few values (the body series' bounds, :mod:`mechanisms._body_series`, ask at every Chernoff
+    step). Arrays broadcast together; the result has their shape."""
+    v, rel, ab = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (value, relative, absolute)))
+    entries = zip(v.reshape(-1).tolist(), rel.reshape(-1).tolist(), ab.reshape(-1).tolist())
+    return np.array([_widen_up_scalar(*entry) for entry in entries], dtype=np.float64).reshape(v.shape)
+
+
 def _widen_up_scalar(v, relative, absolute):
     """:func:`widen_up` of Python floats (hot loops call it once per quadrature): each of the product and the two
     sums is rounded to nearest and then moved one float up, which puts it at or above its exact value (rounding

@@ -387,13 +387,15 @@ _slack = st.floats(min_value=0.0, max_value=1e3, allow_nan=False)
 
 
 @given(value=_finite, relative=_slack, absolute=_slack)
-def test_widen_up_is_at_or_above_the_exact_sum_in_both_paths(value, relative, absolute):
-    from dpledger.mechanisms._logmath import widen_up
+def test_widen_up_is_at_or_above_the_exact_sum_in_every_path(value, relative, absolute):
+    from dpledger.mechanisms._logmath import widen_up, widen_up_entries
 
     exact = fractions.Fraction(value) + fractions.Fraction(relative) * abs(fractions.Fraction(value)) + \
         fractions.Fraction(absolute)
     scalar = widen_up(value, relative, absolute)
     array = float(widen_up(np.array([value]), relative, absolute)[0])
+    entries = widen_up_entries(np.array([value, value]), relative, np.array([absolute, absolute]))
+    assert entries[0] == entries[1] == scalar  # the scalar path, entry by entry
     for got in (scalar, array):
         assert got == np.inf or fractions.Fraction(got) >= exact
     # and tight: the scalar path at most three floats above the array path (which rounds each step exactly)
