@@ -122,9 +122,11 @@ def phase_sums_uniform(
     w = d * half  # ~ pi / N
     omega = k_h * w * (1.0 + 4.0 * _U)
     x = omega * max(t_max, 1.0)
-    # Taylor terms: smallest P with x^P / P! below the target (x <= ~pi/4, so P ~ 17)
+    # Taylor terms: smallest P >= 1 with x^P / P! below the target (x <= ~pi/4, so P ~ 17); at least one, as the
+    # sums are G_0 and up (a relaxed target of 1 or more, :mod:`mechanisms.subsampled_gaussian_cf` beyond |v| ~
+    # 3.2e9, would otherwise leave no power)
     p_count, term = 0, 1.0
-    while term > taylor_target:
+    while p_count == 0 or term > taylor_target:
         p_count += 1
         term *= x / p_count
     remainder = term * 1.01
