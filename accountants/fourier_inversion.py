@@ -259,6 +259,8 @@ def make_plan(
     # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
     # it are proven whatever it is, so it is floored where its logarithm stays finite.
     tolerance = max(float(tolerance), 1e-300)
+    if not isinstance(shorten, (bool, np.bool_)) and not 0.0 < float(shorten) < 1.0:
+        raise ValueError(f"`shorten` of make_plan must be True, False or a ratio in (0, 1); got {shorten}.")
     left_out = float(getattr(log_mgf, "left_out", 0.0))
     if kappa is None:
         _, kappa = chernoff_log_delta(lambda k: log_mgf(k.astype(np.complex128)), epsilon, max_damping)

@@ -253,3 +253,13 @@ def test_the_finer_second_plan_is_reached_and_meets_rtol(monkeypatch):
     assert search._REPLAN_SHORTEN in seen
     assert bounds.lower <= 0.0392170069416 and 0.0392170059145 <= bounds.upper
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.estimate
+
+
+@pytest.mark.parametrize("shorten", [1.0, 1.5, 0.0, -0.5, float("nan")])
+def test_a_shortening_ratio_outside_the_unit_interval_is_refused_clearly(shorten):
+    """``make_plan(shorten=...)`` takes True, False or a ratio in (0, 1) (c083db5): 1.0 raised OverflowError, 1.5
+    IndexError, -0.5 a NaN conversion error."""
+    with pytest.raises(ValueError, match="shorten"):
+        fourier_inversion.make_plan(_gaussian_law(1.0), _gaussian_sup(1.0), 2.0, 1e-8, shorten=shorten)
+    plan = fourier_inversion.make_plan(_gaussian_law(1.0), _gaussian_sup(1.0), 2.0, 1e-8, shorten=0.5)
+    assert plan.kappa > 0 and fourier_inversion.invert(plan, 2.0)[0].upper >= float(_exact_delta(1.0, 2.0))
