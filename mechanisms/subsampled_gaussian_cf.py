@@ -301,8 +301,10 @@ def _layout(a, v_top, g, mu, width, cut=math.inf, v_low=0.0, start=None):
     chosen = [None] * zones  # (level, centres, zone error, zone sup) of the lowest level known to meet it
     todo = np.arange(zones)
     while todo.size:
-        budget = (sum(c[1].size for c in chosen if c is not None)
-                  + int(np.sum(1 << level[todo]))) * _N_NODES > _MAX_NODES
+        # the panels of the zones settled plus those of the levels being tried (a zone still searching down counts
+        # once, at its trial level)
+        settled = sum(c[1].size for z, c in enumerate(chosen) if c is not None and level[z] < 0)
+        budget = (settled + int(np.sum(1 << level[todo]))) * _N_NODES > _MAX_NODES
         for k in np.unique(level[todo]):
             at = todo[level[todo] == k]
             n_sub = 1 << int(k)
