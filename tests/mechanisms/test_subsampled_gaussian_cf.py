@@ -260,8 +260,11 @@ def test_long_lines_are_split_into_evenly_spaced_runs_the_fft_can_take():
     octaves = np.floor(np.log2(v.max() / v))
     for key in np.unique(keys):
         sel = np.flatnonzero(keys == key)
-        assert sel.size <= phase_sums._FFT_MAX_FREQUENCIES
-        assert np.all(np.diff(sel) == 1) and np.unique(octaves[sel]).size == 1
+        assert sel.size <= phase_sums._FFT_MAX_FREQUENCIES and np.all(np.diff(sel) == 1)
+        if key == keys[1]:  # the lowest octaves above |v| = 1 (v[0] = 1 is a group of its own), merged
+            assert sel.size <= phase_sums._MERGED
+        else:
+            assert np.unique(octaves[sel]).size == 1
         if sel.size >= 256:
             assert phase_sums._uniform_line(v[sel], 10**5) is not None
             assert phase_sums._sum_work(v[sel], 10**5) < sel.size * 10**5
@@ -271,6 +274,12 @@ def test_long_lines_are_split_into_evenly_spaced_runs_the_fft_can_take():
     top = np.flatnonzero(phase_sums._group_keys(line) == phase_sums._group_keys(line)[-1])
     assert line[top].min() > line.max() / 2.0 and line[top[0] - 1] <= line.max() / 2.0
     small = phase_sums._group_keys(np.array([0.0, 0.5, 1.0, 3.0, 8.0]))
-    assert small[0] == small[1] == small[2] != small[3] and small[3] != small[4]
+    assert small[0] == small[1] == small[2] != small[3] and small[3] == small[4]  # the lowest octaves merge
+    # ... up to _MERGED frequencies in all: a contour's octaves of 1, 2, 4, ... frequencies share one layout
+    contour = 1.04 * np.arange(1, 4097)
+    keys = phase_sums._group_keys(contour)
+    merged = keys == keys[0]
+    assert 0 < merged.sum() <= phase_sums._MERGED and contour[merged].max() < contour.max() / 4.0
+    assert np.unique(keys[~merged]).size == np.unique(np.floor(np.log2(contour.max() / contour[~merged]))).size
     uneven = np.sort(np.random.default_rng(1).uniform(1.0, 2.0, 1000))
     assert phase_sums._uniform_line(uneven, 10**5) is None and phase_sums._sum_work(uneven, 10**5) == 1000 * 10**5
