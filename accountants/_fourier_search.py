@@ -71,6 +71,19 @@ COMPLEMENT_SWITCH = 0.05
 _CHERNOFF_SLACK = 1e-9
 
 
+def _chernoff_delta_upper(log_chernoff, left_out=0.0):
+    """A Chernoff bound on delta, ``exp(log_chernoff)``, made an upper bound: its rounding slack, kept within
+    ``[5e-324, 1]`` (never 0: the bound is positive), plus the mass ``left_out`` of a cut law (its Chernoff bound is
+    its body's, "Cut laws" in :mod:`accountants.fourier_inversion`)."""
+    upper = min(max(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0)
+    return with_left_out(upper, left_out)
+
+
+def _chernoff_epsilon_upper(epsilon):
+    """A Chernoff epsilon (coarse or full) made an upper bound: its rounding slack, relative and absolute."""
+    return epsilon * (1.0 + _CHERNOFF_SLACK) + 1e-12
+
+
 class AccuracyError(DPLedgerError):
     """The requested accuracy could not be certified; the message says what was tried.
 
@@ -159,7 +172,7 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
         return _direction_delta_bounds(lm, sup, epsilon, direction, rtol=rtol, max_terms=max_terms,
                                        max_damping=max_damping, floor=floor, chernoff=chernoff, on_plan=on_plan)
     except TruncationLimit as exc:
-        upper = with_left_out(min(float(np.exp(chernoff[0])) * (1.0 + _CHERNOFF_SLACK), 1.0), _left_out(lm))
+        upper = _chernoff_delta_upper(chernoff[0], _left_out(lm))
         return Bounds(0.0, upper, upper), (
             f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): {exc}; "
             "RDPAccountant answers such ledgers (looser).")
@@ -192,13 +205,13 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     if log_chernoff < -700.0:
         # delta is negligible: report the Chernoff bound itself, with its slack, and never 0 (an exact 0 it is not:
         # the bound is positive; below the float range the smallest positive float is above it)
-        upper = with_left_out(max(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 5e-324), left_out)
+        upper = _chernoff_delta_upper(log_chernoff, left_out)
         if not left_out:
             return Bounds(0.0, 0.0, upper), None
         return Bounds(0.0, upper, upper), (
             f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}) on the cut "
             f"law: its body's delta is negligible, the mass left out ({left_out:.3g}) is not.")
-    chernoff_upper = with_left_out(min(float(np.exp(log_chernoff)) * (1.0 + _CHERNOFF_SLACK), 1.0), left_out)
+    chernoff_upper = _chernoff_delta_upper(log_chernoff, left_out)
     if chernoff_upper <= floor:
         return Bounds(0.0, 0.0, chernoff_upper), None
     if kappa < COMPLEMENT_SWITCH and left_out:
@@ -246,12 +259,11 @@ def _left_out(lm):
     return float(getattr(lm, "left_out", 0.0))
 
 
-def _chernoff_delta_upper(bound, i, left_out=0.0):
-    """Direction ``i``'s Chernoff bound on delta made an upper bound (its rounding slack, within ``[5e-324, 1]``,
-    plus the mass ``left_out`` of a cut law); 1 where even that cannot be computed (a direction not searched after
-    another's NumericalError)."""
+def _bound_upper(bound, i, left_out=0.0):
+    """Direction ``i``'s Chernoff bound on delta made an upper bound (:func:`_chernoff_delta_upper`); 1 where even
+    that cannot be computed (a direction not searched after another's NumericalError)."""
     try:
-        return with_left_out(min(max(float(np.exp(bound(i)[0])) * (1.0 + _CHERNOFF_SLACK), 5e-324), 1.0), left_out)
+        return _chernoff_delta_upper(bound(i)[0], left_out)
     except NumericalError:
         return 1.0
 
@@ -309,7 +321,7 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirro
                                                      max_damping=damping_cap(lm, max_damping), floor=floor,
                                                      chernoff=bound(i), on_plan=plans.append)
         except NumericalError as exc:  # the directions not searched keep their Chernoff bounds
-            rest = [_chernoff_delta_upper(bound, j, _left_out(directions[j][1])) for j in order[n:]]
+            rest = [_bound_upper(bound, j, _left_out(directions[j][1])) for j in order[n:]]
             raise _with_proven(exc, parts + [Bounds(0.0, u, u) for u in rest], "delta") from None
         parts.append(bounds)
         if failure is not None:
@@ -473,7 +485,7 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
     at the floor is at most delta. ``on_plan``, if given, is called with each plan the search to ``rtol`` makes
     (:func:`max_epsilon_bounds` keeps the last for the mirror direction, :func:`_mirror_below`)."""
     if coarse is not None and bracket is None:
-        coarse_upper = coarse[0] * (1.0 + _CHERNOFF_SLACK) + 1e-12
+        coarse_upper = _chernoff_epsilon_upper(coarse[0])
         if coarse_upper <= floor:
             return Bounds(0.0, 0.0, coarse_upper), None
         kappa = getattr(coarse, "kappa", None)
@@ -500,7 +512,7 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
         return _direction_epsilon_bounds(lm, sup, log_delta, direction, rtol=rtol, max_terms=max_terms,
                                          max_damping=max_damping, floor=floor, bracket=bracket, on_plan=on_plan)
     except TruncationLimit as exc:
-        upper = bracket[0] * (1.0 + _CHERNOFF_SLACK) + 1e-12
+        upper = _chernoff_epsilon_upper(bracket[0])
         return Bounds(0.0, upper, upper), (
             f"FourierAccountant could not certify epsilon at delta={float(np.exp(log_delta))} to rtol={rtol} "
             f"({direction.value}): "
@@ -578,7 +590,7 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
     delta = float(np.exp(log_delta))
     cap = max_damping
     hi, kappa = chernoff_epsilon(lm, log_delta, cap) if bracket is None else bracket
-    chernoff_upper = hi * (1.0 + _CHERNOFF_SLACK) + 1e-12
+    chernoff_upper = _chernoff_epsilon_upper(hi)
     if chernoff_upper <= floor:
         return Bounds(0.0, 0.0, chernoff_upper), None
     if floor > 0.0 and _below_at(lm, sup, floor, delta, kappa, max_terms=max_terms, max_damping=cap):
@@ -715,7 +727,7 @@ def _probe_upper(probe, i):
     """The coarse Chernoff epsilon of direction ``i`` made an upper bound (its rounding slack), inf where even the
     probe cannot be computed (a direction not searched after another's NumericalError)."""
     try:
-        return probe(i)[0] * (1.0 + _CHERNOFF_SLACK) + 1e-12
+        return _chernoff_epsilon_upper(probe(i)[0])
     except NumericalError:
         return math.inf
 

@@ -442,16 +442,23 @@ def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kap
     )
 
 
+def _peak(plan, epsilon):
+    """The largest real part of the terms' exponents ``t_k = base_k - s_k eps`` (:attr:`InversionPlan.contour`):
+    ``max Re base - kappa eps``, the same shift at every node (:attr:`InversionPlan.moduli`)."""
+    return plan.moduli[0] - plan.kappa * epsilon
+
+
 def _terms(plan, epsilon):
-    """``(peak, sum_k w_k Re e^(t_k - peak), sum_k w_k (8 + |log M_k| + 2 |s_k| |epsilon|) |e^(t_k - peak)|)`` for
-    the exponents ``t_k = base_k - s_k eps`` (:attr:`InversionPlan.contour`): the contour sum and the terms'
-    exponent errors in units of machine epsilon, weighted by their moduli, both relative to ``e^peak``. The moduli
-    and the magnitude's sums come from :attr:`InversionPlan.moduli`; only the phases depend on epsilon: ``Re
-    e^(t - peak)`` is the modulus times ``cos(Im base - u eps)`` (:attr:`InversionPlan.contour_parts`)."""
-    peak0, weighted, magnitude, frequency = plan.moduli
+    """``((step / pi) sum_k w_k Re e^(t_k), sum_k w_k (8 + |log M_k| + 2 |s_k| |epsilon|) |e^(t_k)|)``: the contour
+    sum and the terms' exponent errors in units of machine epsilon, weighted by their moduli. The moduli relative
+    to ``e^peak`` (:func:`_peak`) and the magnitude's sums come from :attr:`InversionPlan.moduli`; only the phases
+    depend on epsilon: ``Re e^(t - peak)`` is the modulus times ``cos(Im base - u eps)``
+    (:attr:`InversionPlan.contour_parts`). The caller has checked that ``e^peak`` does not overflow."""
+    _, weighted, magnitude, frequency = plan.moduli
     _, base_im, u = plan.contour_parts
-    total = float(np.sum(weighted * np.cos(base_im - u * epsilon)))
-    return peak0 - plan.kappa * epsilon, total, magnitude + abs(epsilon) * frequency
+    scale = np.exp(_peak(plan, epsilon))
+    total = float(np.sum(weighted * np.cos(base_im - u * epsilon))) * scale * plan.step / np.pi
+    return total, (magnitude + abs(epsilon) * frequency) * scale
 
 
 def _invert_negative(plan, epsilon):
@@ -460,14 +467,11 @@ def _invert_negative(plan, epsilon):
     E_P[min(1, e^(eps - L))]`` is, by Poisson summation, that value plus non-negative aliasing terms bounded by
     ``e^eps e^(-(1-a) j T)`` (``j >= 1``, as ``E_P[e^-L] <= 1``) and ``e^(-a |j| T)`` (``j <= -1``)."""
     a, step, k_max = -plan.kappa, plan.step, plan.terms
-    peak = plan.moduli[0] - plan.kappa * epsilon
     log_trunc = plan.log_sup + a * epsilon - np.log(np.pi * k_max * step)
-    if max(peak, log_trunc) > 600.0:
+    if max(_peak(plan, epsilon), log_trunc) > 600.0:
         errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
         return Bounds(lower=0.0, estimate=1.0, upper=1.0), errors
-    peak, total, magnitude = _terms(plan, epsilon)
-    total = total * np.exp(peak) * step / np.pi
-    magnitude = magnitude * np.exp(peak)
+    total, magnitude = _terms(plan, epsilon)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1)) + 2.0 * _EPS
     rounding += _enclosure_error(plan, epsilon)
     truncation = float(np.exp(log_trunc))
@@ -491,7 +495,6 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     if plan.kappa < 0:
         return _invert_negative(plan, epsilon)
     kappa, step, k_max = plan.kappa, plan.step, plan.terms
-    peak = plan.moduli[0] - kappa * epsilon
     log_c = log_chernoff_constant(kappa)
     log_chernoff = plan.log_m_kappa - kappa * epsilon + log_c
     # its float error: a few ulps of each part (log M(kappa) itself is an upper bound), made larger
@@ -500,13 +503,11 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     gap = plan.kappa_tail - kappa
     log_a2 = plan.log_m_tail - plan.kappa_tail * epsilon - gap * plan.period - np.log(-np.expm1(-gap * plan.period))
     log_trunc = plan.log_sup - kappa * epsilon - np.log(np.pi * k_max * step)
-    if max(peak, log_a2, log_trunc) > 600.0:
+    if max(_peak(plan, epsilon), log_a2, log_trunc) > 600.0:
         errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
         upper = with_left_out(chernoff, plan.left_out)
         return Bounds(lower=0.0, estimate=upper, upper=upper), errors
-    peak, total, magnitude = _terms(plan, epsilon)
-    total = total * np.exp(peak) * step / np.pi
-    magnitude = magnitude * np.exp(peak)
+    total, magnitude = _terms(plan, epsilon)
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1))
     rounding += _enclosure_error(plan, epsilon)
     truncation = float(np.exp(log_trunc))

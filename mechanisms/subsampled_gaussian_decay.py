@@ -68,7 +68,7 @@ def log_f_sup(
     parts = _decay_parts(a, g, mu, float(width), int(cells), cut)
     if parts is None:
         return log_f_upper(a, g, mu, cut=cut) if trivial is None else trivial
-    log_cell, theta_lo, log_left, log_right, theta_hi_end, lean, b, side = parts
+    log_cell, theta_lo, log_left, log_right, theta_hi_end, lean, side = parts
     inner = _lse(log_cell[:, None] - v_min * theta_lo, axis=0)
     total = np.logaddexp(np.logaddexp(inner, log_left), log_right - v_min * theta_hi_end)
     shifted = lean + total
@@ -87,9 +87,9 @@ def log_f_sup(
 def _decay_parts(a, g, mu, width, cells, cut):
     """What :func:`log_f_sup` needs at every frequency, for one tilt (a plan asks at several ``v_min`` for one
     ``a``: its truncation bound as the nodes double): the cells' logs, ``theta`` on the cells and at the right end
-    for each shift ``b``, the tails, ``e^(b^2/2) cos(mu b/2)^min(a,0)``'s log, the shifts, and the vertical side's
-    parts (:func:`_side_parts`; None for the whole law); None where no shift is usable. The same float operations
-    as when they were formed at each call."""
+    for each shift ``b``, the tails, ``e^(b^2/2) cos(mu b/2)^min(a,0)``'s log for each shift, and the vertical
+    side's parts (:func:`_side_parts`; None for the whole law); None where no shift is usable. The same float
+    operations as when they were formed at each call."""
     lo, hi, _ = _reference(a, g, mu, width, cut)
     log_left, log_right = _log_tails(a, g, mu, lo, hi, cut)
     edges = np.linspace(lo, hi, cells + 1)
@@ -107,9 +107,9 @@ def _decay_parts(a, g, mu, width, cells, cut):
     theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
     lean = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0))
     side = _side_parts(a, g, mu, cut, b) if cut < math.inf else None
-    for array in (log_cell, theta_lo, theta_hi_end, lean, b):
+    for array in (log_cell, theta_lo, theta_hi_end, lean):
         array.setflags(write=False)
-    return log_cell, theta_lo, log_left, log_right, theta_hi_end, lean, b, side
+    return log_cell, theta_lo, log_left, log_right, theta_hi_end, lean, side
 
 
 def _log_cell_error(a, x0, x1, x_end, g, mu):
@@ -143,9 +143,10 @@ def _log_lower_sum(a, g, mu, cut, width, cells):
 
 
 def _side_parts(a, g, mu, cut, b):
-    """``(base, theta)`` of :func:`_log_side`, each of shape ``(B, n)``: the log of each cell of the vertical side
-    ``[0, b]`` at the cut, less its frequency term, with every rounding raised as :func:`_log_side` states, and
-    ``theta`` at the cell's lower end (the part the frequency multiplies); plus the corner's log."""
+    """``(base, theta, log_corner)`` of :func:`_log_side`, the first two of shape ``(B, n)``: the log of each cell of
+    the vertical side ``[0, b]`` at the cut less its frequency term, with every rounding raised as :func:`_log_side`
+    states; ``theta`` the smaller of its values at the cell's two ends (what the frequency multiplies); and the log
+    of ``phi(cut) B(cut)^a`` raised by its rounding."""
     steps = np.concatenate(([0.0], np.geomspace(1e-12, 1.0, 192)))
     y = b[:, None] * steps[None, :]  # (B, n): the last column is b itself (geomspace ends exactly at 1)
     y0, y1 = y[:, :-1], y[:, 1:]
