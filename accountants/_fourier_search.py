@@ -43,6 +43,7 @@ from dpledger.accountants.fourier_inversion import (
     log_chernoff_constant,
     make_plan,
     with_left_out,
+    with_more_tails,
 )
 from dpledger.mechanisms._tilts import exact_tilt
 from dpledger.mechanisms.errors import DPLedgerError, NumericalError
@@ -629,7 +630,15 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         if upper <= floor:
             return Bounds(0.0, 0.0, upper), None
         at_upper, errors = at(upper)
-        if at_upper.upper - at_upper.lower <= rtol * max(at_upper.estimate, 1e-300) or upper == 0.0:
+        if not _within(at_upper, rtol) and upper > 0.0 and _aliasing_spoils(errors):
+            # below the epsilon the plan was made for, the aliasing bound's best Chernoff exponent moves: more
+            # of them (only the lower end can change, so the upper root stands)
+            plan = with_more_tails(plan, lm)
+            if on_plan is not None:
+                on_plan(plan)
+            at = functools.lru_cache(maxsize=None)(functools.partial(invert, plan))
+            at_upper, errors = at(upper)
+        if _within(at_upper, rtol) or upper == 0.0:
             break
         if shorten:
             # the shortened plan missed rtol but its certified upper epsilon stands: plan again there (where the
@@ -659,6 +668,17 @@ def _direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms,
         estimate = _brentq(lambda e: log_excess(e, "estimate"), 0.0, top, xtol=1e-14)
     lower = certified_lower_root(log_excess, estimate, refine=True)
     return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper), None
+
+
+def _within(bounds, rtol):
+    """Whether a delta interval meets ``rtol`` relative to its estimate."""
+    return bounds.upper - bounds.lower <= rtol * max(bounds.estimate, 1e-300)
+
+
+def _aliasing_spoils(errors):
+    """Whether the aliasing bound is the largest part of an inversion's error (:func:`with_more_tails` may then
+    lower it)."""
+    return errors["aliasing"] > errors["truncation"] + errors["rounding"]
 
 
 #: Ratio between the candidate dampings of an epsilon search's second plan (make_plan's ``shorten``).

@@ -65,6 +65,7 @@ __all__ = [
     "MAX_DAMPING_ENCLOSED",
     "TruncationLimit",
     "with_left_out",
+    "with_more_tails",
 ]
 
 _EPS = np.finfo(np.float64).eps
@@ -106,12 +107,14 @@ class InversionPlan:
     ``terms`` nodes, and the precomputed ``log M`` at the nodes."""
 
     kappa: float
-    kappa_tail: float
+    #: The Chernoff exponents ``k' > kappa`` the upper aliasing bound may use (:func:`invert` takes the best at each
+    #: epsilon), and ``log M`` (an upper bound) at each; empty on the complement contour (``kappa < 0``).
+    kappa_tail: np.ndarray
     period: float
     terms: int
     log_m_nodes: np.ndarray
     log_m_kappa: float
-    log_m_tail: float
+    log_m_tail: np.ndarray
     log_sup: float
     #: ``log E`` at the nodes, ``|M - exp(log_m_nodes)| <= E`` (None: closed forms, rounding only)
     log_err_nodes: np.ndarray = None
@@ -190,6 +193,18 @@ class InversionPlan:
         if not np.isfinite(top0):
             return top0, 0.0
         return top0, float(np.sum(self.contour[2] * np.exp(log_terms - top0)))
+
+    @functools.cached_property
+    def aliasing_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(k', log M(k') - (k' - kappa) T - log(1 - e^(-(k' - kappa) T)))`` over :attr:`kappa_tail`: the upper
+        aliasing bound's log less ``k' eps`` (:func:`_log_upper_aliasing`), raised by the rounding of its parts (a
+        few ulps of their magnitudes: ``8 u`` of each, and of the ``k' eps`` added at each epsilon)."""
+        tails, log_m = self.kappa_tail, self.log_m_tail
+        gap_period = (tails - self.kappa) * self.period
+        log_geometric = np.log(-np.expm1(-gap_period))
+        base = log_m - gap_period - log_geometric
+        base = base + 8.0 * _EPS * (np.abs(log_m) + gap_period + np.abs(log_geometric) + 4.0)
+        return tails, base
 
     @functools.cached_property
     def contour_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -309,8 +324,14 @@ _LOG_TERM_HEADROOM = 25.0
 _BASE_RELATIVE_ERROR = 1e-11
 
 
+#: Chernoff exponents ``k' = kappa f + d`` of the upper aliasing bound that choose the period (all seven are kept
+#: in the plan: :func:`invert` takes the best at each epsilon).
 _TAIL_FACTORS = 1.0 + np.array([0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0])
 _TAIL_SHIFTS = np.array([0, 0, 0, 0, 0, 0.5, 1.0])
+#: More exponents, ``k' = kappa f`` then ``kappa + d``, that :func:`with_more_tails` adds to a plan whose lower
+#: bound the aliasing spoils.
+_MORE_TAIL_FACTORS = 1.0 + np.geomspace(0.01, 1.5, 12)
+_MORE_TAIL_SHIFTS = np.array([0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5])
 #: Dampings tried by ``shorten``: the Chernoff-optimal one and smaller ones down to this many halvings of it.
 _HALVINGS = 8
 
@@ -328,7 +349,8 @@ def _log_headroom(log_mgf):
 
 
 def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_headroom=_LOG_TERM_HEADROOM):
-    """``(kappa, log M(kappa), kappa_tail, log M(kappa_tail), period)``.
+    """``(kappa, log M(kappa), tails, log M(tails), period)``, the tails those of :data:`_TAIL_FACTORS` (above
+    ``kappa``, ``log M`` finite) for the chosen damping.
 
     The period meets both aliasing bounds at ``kappa``: the lower one ``e^(-kappa T)`` and the upper one through a
     Chernoff exponent ``k' > kappa`` (the one needing the shortest period). The Chernoff-optimal damping makes the
@@ -353,25 +375,25 @@ def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_head
         log_m_tails = values[1:]
         periods = (log_m_tails - tails[i] * epsilon - log_tol) / (tails[i] - kappas[i])
         periods = np.where(np.isfinite(periods), periods, np.inf)
-        best = int(np.argmin(periods))
-        period = max(t1[i], periods[best]) * 1.05  # no floor: a tiny-scale loss needs a short period
-        return float(values[0]), best, float(log_m_tails[best]), float(period)
+        period = max(t1[i], float(np.min(periods))) * 1.05  # no floor: a tiny-scale loss needs a short period
+        return float(values[0]), log_m_tails, float(period)
 
     def pick(i):
-        log_m_kappa, best, log_m_tail, period = candidate(i)
-        return float(kappas[i]), log_m_kappa, float(tails[i, best]), log_m_tail, period
+        log_m_kappa, log_m_tails, period = candidate(i)
+        keep = np.isfinite(log_m_tails) & (tails[i] > kappas[i])
+        return float(kappas[i]), log_m_kappa, tails[i][keep], log_m_tails[keep], period
 
     chosen = 0
-    if shorten and candidate(0)[3] > 4.0 * t1[0] * 1.05:  # else the lower aliasing bound sets it: no gain
+    if shorten and candidate(0)[2] > 4.0 * t1[0] * 1.05:  # else the lower aliasing bound sets it: no gain
         # the candidates are evaluated one by one, as far as the search goes (usually two or three of nine)
         for i in range(1, kappas.size):
-            log_m_kappa, _, _, period = candidate(i)
+            log_m_kappa, _, period = candidate(i)
             log_term = log_m_kappa - kappas[i] * epsilon - np.log(kappas[i] * (1.0 + kappas[i]))
             if not (np.isfinite(period) and log_term <= log_tol + log_headroom):
                 break
-            if period < candidate(chosen)[3] / 1.2:
+            if period < candidate(chosen)[2] / 1.2:
                 chosen = i
-            elif period > candidate(chosen)[3]:
+            elif period > candidate(chosen)[2]:
                 break
     return pick(chosen)
 
@@ -431,12 +453,12 @@ def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kap
     log_m_nodes, log_err_nodes = _at_nodes(log_mgf, None, nodes)
     return InversionPlan(
         kappa=-a,
-        kappa_tail=np.nan,
+        kappa_tail=np.empty(0),
         period=period,
         terms=terms,
         log_m_nodes=log_m_nodes,
         log_m_kappa=float(np.real(log_mgf(np.array([-a], dtype=np.complex128))[0])),
-        log_m_tail=np.nan,
+        log_m_tail=np.empty(0),
         log_sup=float(log_sup),
         log_err_nodes=log_err_nodes,
     )
@@ -500,8 +522,7 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     # its float error: a few ulps of each part (log M(kappa) itself is an upper bound), made larger
     log_chernoff += 8.0 * _EPS * (abs(plan.log_m_kappa) + abs(kappa * epsilon) + abs(float(log_c)) + 1.0)
     chernoff = float(np.exp(min(log_chernoff, 0.0))) * (1.0 + 4.0 * _EPS)
-    gap = plan.kappa_tail - kappa
-    log_a2 = plan.log_m_tail - plan.kappa_tail * epsilon - gap * plan.period - np.log(-np.expm1(-gap * plan.period))
+    log_a2 = _log_upper_aliasing(plan, epsilon)
     log_trunc = plan.log_sup - kappa * epsilon - np.log(np.pi * k_max * step)
     if max(_peak(plan, epsilon), log_a2, log_trunc) > 600.0:
         errors = {"aliasing": np.inf, "truncation": np.inf, "rounding": np.inf, "nodes": k_max + 1}
@@ -518,6 +539,44 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     estimate = min(max(total, lower), upper)
     errors = {"aliasing": aliasing, "truncation": truncation, "rounding": rounding, "nodes": k_max + 1}
     return Bounds(lower=lower, estimate=estimate, upper=upper), errors
+
+
+def with_more_tails(plan: InversionPlan, log_mgf: Callable[[np.ndarray], np.ndarray]) -> InversionPlan:
+    """The plan with more Chernoff exponents ``k'`` for its upper aliasing bound (:data:`_MORE_TAIL_FACTORS`,
+    :data:`_MORE_TAIL_SHIFTS`; ``log M`` there from ``log_mgf``, proven upper bounds on the real axis), for a caller
+    whose plan missed its accuracy through the aliasing alone: only the lower end changes (the upper end holds
+    whatever bounds the aliasing), and only where some new ``k'`` bounds it better.
+
+    Below the epsilon a plan was made for, the best ``k'`` moves: q 1e-4, sigma 0.6, 10^4 steps, the plan made at
+    1.18 (damping 5.96) queried at the answer 0.275 bounds the aliasing by 3.6e-11 at ``k' = 6.56``, the best of
+    the plan's seven, and by 1e-17 at 6.96, where the cut law's ``log M`` turns steep; the plan then meets rtol and
+    the second plan (20 ms) is not needed."""
+    if plan.kappa <= 0.0:
+        return plan
+    tails = exact_tilt(np.concatenate((plan.kappa * _MORE_TAIL_FACTORS, plan.kappa + _MORE_TAIL_SHIFTS)))
+    values = np.real(log_mgf(tails.astype(np.complex128)))
+    keep = np.isfinite(values) & (tails > plan.kappa)
+    refined = dataclasses.replace(plan, kappa_tail=np.concatenate((plan.kappa_tail, tails[keep])),
+                                  log_m_tail=np.concatenate((plan.log_m_tail, values[keep])))
+    for name in _TAIL_FREE_PARTS:  # the contour's parts, formed once per plan, do not depend on the tails
+        if name in plan.__dict__:
+            refined.__dict__[name] = plan.__dict__[name]
+    return refined
+
+
+#: The cached properties of :class:`InversionPlan` that :func:`with_more_tails` carries over.
+_TAIL_FREE_PARTS = ("contour", "frequency_weights", "moduli", "enclosure_parts", "contour_parts")
+
+
+def _log_upper_aliasing(plan, epsilon):
+    """``log`` of the upper aliasing bound ``M(k') e^(-k' eps) e^(-(k' - kappa) T) / (1 - e^(-(k' - kappa) T))``
+    (module docstring) at the best of the plan's exponents ``k'`` (:attr:`InversionPlan.aliasing_parts`), raised by
+    the rounding of ``k' eps`` and of the sum; ``inf`` where the plan has none."""
+    tails, base = plan.aliasing_parts
+    if tails.size == 0:
+        return np.inf
+    products = tails * epsilon
+    return float(np.min(base - products + 8.0 * _EPS * np.abs(products)))
 
 
 def with_left_out(upper: float, left_out: float) -> float:
