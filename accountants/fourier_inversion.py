@@ -11,7 +11,8 @@ difference of two nearly equal probabilities in thesis Lemma 3.1.4 (3)). The int
 * aliasing: by Poisson summation the full trapezoidal sum equals ``sum_j E[e^(kappa L) g(L + jT)]``, whose
   j = 0 term is delta and whose other terms are >= 0. So the full sum is an upper bound, and it exceeds delta
   by at most ``e^(-kappa T)/(1 - e^(-kappa T)) + M(k') e^(-k' eps) e^(-(k' - kappa) T)/(1 - e^(-(k'-kappa) T))``
-  for any ``k' > kappa`` (the second from a Chernoff bound on the upper tail of L);
+  for any ``k' > kappa`` (the second from a Chernoff bound on the upper tail of L; a plan keeps several ``k'``,
+  ``InversionPlan.kappa_tail``, and each epsilon takes the best of them);
 * truncation: the terms beyond K sum to at most ``e^(-kappa eps) S(U) / (pi U)``, ``U = K du``, where
   ``S(U) >= sup_{u >= U} |M(kappa + iu)|`` is supplied by the mechanisms (``log_mgf_sup``);
 * float64 rounding of each term is bounded and carried.
