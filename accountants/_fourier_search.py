@@ -299,15 +299,17 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirro
     that bound is at most the floor it cannot decide the maximum and is ``[0, that bound]``.
     """
     chernoff = [None] * len(directions)
+    mirrored = mirrored and len(directions) == 2
 
     def bound(i):
         if chernoff[i] is None:
             lm = directions[i][1]
+            # the mirror direction's search starts near the first one's damping (only the work changes)
+            near = chernoff[1 - i][1] if mirrored and chernoff[1 - i] is not None else None
             chernoff[i] = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon,
-                                             damping_cap(lm, max_damping))
+                                             damping_cap(lm, max_damping), near=near)
         return chernoff[i]
 
-    mirrored = mirrored and len(directions) == 2
     order = list(range(len(directions))) if mirrored else sorted(range(len(directions)), key=lambda i: -bound(i)[0])
     floor, parts, failures, plans = 0.0, [], [], []
     for n, i in enumerate(order):

@@ -234,18 +234,34 @@ def log_chernoff_constant(kappa: ArrayLike) -> np.ndarray:
 
 
 def chernoff_log_delta(
-    log_mgf_real: Callable[[np.ndarray], np.ndarray], epsilon: float, max_kappa: float = 1e7
+    log_mgf_real: Callable[[np.ndarray], np.ndarray], epsilon: float, max_kappa: float = 1e7,
+    near: float | None = None,
 ) -> tuple[float, float]:
     """Best ``log M(kappa) - kappa eps + log c(kappa)`` over ``0 < kappa <= max_kappa`` and the ``kappa``
-    attaining it (searching beyond the damping cap would only cost evaluations)."""
+    attaining it (searching beyond the damping cap would only cost evaluations).
+
+    The search starts from 61 dampings from 1e-3 to ``min(1e3, max_kappa)``, or, given ``near`` (a damping where the
+    best is expected, such as the other direction's of the same ledger), from :data:`_NEAR_FACTORS` times it;
+    :func:`accountants.conversions.minimize_over_orders` extends either grid while its best sits at an end, so only
+    the work changes (every value is a bound): sigma 5, q 1e-3, 10^4 steps, the add direction at epsilon 0.06 (best
+    damping 162, 158.9 for the remove direction) takes 36 evaluations of ``log M`` (about 2 ms) from 158.9, 88 (4.5 ms)
+    from the wide grid."""
 
     def objective(orders):
         kappa = np.asarray(orders) - 1.0
         return np.real(log_mgf_real(kappa)) - kappa * epsilon + log_chernoff_constant(kappa)
 
-    grid = 1.0 + np.geomspace(1e-3, min(1e3, max_kappa), 61)
-    opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + max_kappa)
+    if near is not None and 0.0 < near < max_kappa:
+        grid = 1.0 + np.unique(np.minimum(near * _NEAR_FACTORS, max_kappa))
+        opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + max_kappa)
+    else:
+        grid = 1.0 + np.geomspace(1e-3, min(1e3, max_kappa), 61)
+        opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + max_kappa)
     return opt.value, opt.order - 1.0
+
+
+#: The first dampings of a Chernoff search started near a known damping (:func:`chernoff_log_delta`'s ``near``).
+_NEAR_FACTORS = np.geomspace(0.25, 4.0, 9)
 
 
 def make_plan(
