@@ -1,0 +1,65 @@
+"""delta near 1 (epsilon far below the mean loss) on Laplace ledgers, whose atoms are enumerated and whose rest is
+inverted at a damping of at least 0.25: there the terms' rounding exceeded delta itself and the query raised
+AccuracyError. ``_fourier_search.complement_chernoff_bounds`` answers ``[1 - u, 1]`` with ``u`` a Chernoff bound on
+``1 - delta``.
+
+Oracles: the Gaussian mechanism's exact profile (mpmath Phi) for the bound itself, and the privacy buckets' proven
+interval (an independent method) for the Laplace ledgers."""
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpledger.accountants import FourierAccountant
+from dpledger.accountants._fourier_search import complement_chernoff_bounds
+from dpledger.mechanisms import LaplaceMechanism
+
+
+def _gaussian(mu):
+    return lambda s: 0.5 * mu * mu * np.asarray(s, dtype=np.complex128) * (1.0 + np.asarray(s, dtype=np.complex128))
+
+
+def _exact_delta(mu, eps):
+    with mp.workdps(40):
+        mu, eps = mp.mpf(mu), mp.mpf(eps)
+        return mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2)
+
+
+@settings(max_examples=80, deadline=None)
+@given(mu=st.floats(0.5, 60.0), fraction=st.floats(0.0, 0.4), log_rtol=st.floats(-12, -2))
+def test_the_complement_bound_contains_the_exact_delta(mu, fraction, log_rtol):
+    eps = fraction * mu * mu / 2.0  # below the mean loss mu^2 / 2
+    bounds = complement_chernoff_bounds(_gaussian(mu), eps, 10.0**log_rtol)
+    exact = _exact_delta(mu, eps)
+    if bounds is None:  # the Chernoff bound on 1 - delta is not within rtol: the search inverts instead
+        return
+    assert bounds.lower <= exact <= bounds.upper == 1.0
+    assert bounds.lower <= bounds.estimate <= bounds.upper
+    assert 1.0 - bounds.lower <= 10.0**log_rtol * bounds.estimate
+
+
+def test_the_complement_bound_answers_where_one_minus_delta_is_tiny_and_declines_near_the_mean():
+    lm = _gaussian(20.0)  # mean loss 200
+    bounds = complement_chernoff_bounds(lm, 50.0, 1e-6)
+    assert bounds is not None and bounds.lower <= _exact_delta(20.0, 50.0) and 1.0 - bounds.lower < 1e-6
+    assert complement_chernoff_bounds(lm, 190.0, 1e-6) is None  # delta(190) is far from 1
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 3.0, 10.0])
+def test_laplace_ledger_far_below_its_mean_loss_answers_within_rtol(epsilon):
+    accountant = FourierAccountant().compose(LaplaceMechanism(scale=2.0), 1000)
+    bounds = accountant.delta_bounds(epsilon)
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.estimate and bounds.upper == 1.0
+    buckets_lower, buckets_upper = accountant._buckets().delta_bounds(epsilon)
+    assert max(bounds.lower, buckets_lower) <= min(bounds.upper, buckets_upper)
+    assert accountant.bound_kind.value == "upper bound"
+
+
+def test_laplace_ledger_near_its_mean_loss_still_inverts():
+    """100 runs at epsilon 1: delta 0.967, the inversion path (the complement bound is not within rtol there)."""
+    accountant = FourierAccountant().compose(LaplaceMechanism(scale=2.0), 100)
+    bounds = accountant.delta_bounds(1.0)
+    assert bounds.upper < 1.0 and bounds.upper - bounds.lower <= 1e-6 * bounds.estimate
+    assert 0.967 < bounds.lower < bounds.upper < 0.9671
