@@ -94,8 +94,10 @@ class TruncationLimit(ArithmeticError):
 
 def _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup):
     if log_trunc > np.log(tolerance * _HOPELESS):
+        # the bound in log form beyond the float range (np.exp's overflow warning is an error under -W error)
+        bound = f"{np.exp(log_trunc):.3g}" if log_trunc < 700.0 else f"exp({log_trunc:.4g})"
         raise TruncationLimit(
-            f"{terms + 1} nodes (max_terms={max_terms}): the truncation bound {np.exp(log_trunc):.3g} stays far "
+            f"{terms + 1} nodes (max_terms={max_terms}): the truncation bound {bound} stays far "
             f"above the tolerance {tolerance:.3g} because the characteristic function does not decay fast enough "
             f"(it still reaches exp({log_sup:.4g}) beyond frequency {terms * step:.4g}): the privacy loss is too "
             "narrow or too lumpy for Fourier inversion (few steps of a small sampling probability, or atoms)"
@@ -122,6 +124,27 @@ class InversionPlan:
     #: Upper bound on the probability mass left out of the transform (a law cut at a high loss, see "Cut laws" in
     #: the module docstring): delta exceeds the transform's by at most this, and never falls below it.
     left_out: float = 0.0
+
+    def __post_init__(self):
+        """``kappa_tail`` and ``log_m_tail`` become read-only 1-D float arrays of one size (a single number is one
+        exponent); ValueError where an exponent is not above ``kappa`` or its ``log M`` is NaN or ``-inf``: the
+        aliasing bound takes the minimum over them, and one such entry made it NaN at every epsilon, so the lower
+        end NaN (``max(NaN, 0)`` is NaN), while it is valid only for ``k' > kappa`` and an upper bound on ``log M``
+        (``+inf``, no bound, is kept: that exponent is never the best)."""
+        tails = np.array(self.kappa_tail, dtype=np.float64, ndmin=1)
+        log_m = np.array(self.log_m_tail, dtype=np.float64, ndmin=1)
+        if tails.ndim != 1 or tails.shape != log_m.shape:
+            raise ValueError(f"`kappa_tail` and `log_m_tail` of InversionPlan must be 1-D of one size; got shapes "
+                             f"{tails.shape} and {log_m.shape}.")
+        bad = ~(tails > self.kappa) | np.isnan(log_m) | (log_m == -np.inf)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"InversionPlan: each exponent k' of the upper aliasing bound must exceed kappa = "
+                             f"{self.kappa}, with log M(k') an upper bound (not NaN or -inf); got k' = {tails[i]}, "
+                             f"log M = {log_m[i]}.")
+        for name, array in (("kappa_tail", tails), ("log_m_tail", log_m)):
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
 
     @property
     def step(self) -> float:
