@@ -50,7 +50,7 @@ def _exact_add_delta(g, sigma, epsilon):
 
 @settings(max_examples=12, deadline=None)
 @given(g=st.sampled_from([0.01, 0.1, 0.5]), sigma=st.sampled_from([0.8, 1.0, 2.0]),
-       fraction=st.floats(0.05, 0.95))
+       fraction=st.floats(0.05, 0.9))
 def test_the_remove_plan_bounds_the_add_delta_of_one_subsampled_step(g, sigma, fraction):
     epsilon = fraction * -math.log1p(-g)  # the add direction's delta is positive below -log(1 - g)
     accountant = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), g), 1)
@@ -58,6 +58,18 @@ def test_the_remove_plan_bounds_the_add_delta_of_one_subsampled_step(g, sigma, f
     exact = _exact_add_delta(g, sigma, epsilon)
     upper = search.mirror_delta_upper(plan, epsilon)
     assert exact <= upper <= exact + 1e-8, (g, sigma, epsilon, float(exact), upper)
+
+
+def test_near_the_add_directions_largest_loss_the_mirror_bound_stays_above_the_exact_delta():
+    """g 0.5, sigma 2, epsilon 0.9375 x -log(1 - g) (helper red4's hypothesis example in the dev profile): the add
+    delta is 3.4e-12 and the mirror bound 1.6e-8, the remove plan's errors amplified by ``e^(kappa (eps_plan + eps) +
+    eps)``: looser than the 1e-8 above, still an upper bound (what the search relies on)."""
+    g, sigma = 0.5, 2.0
+    epsilon = 0.9375 * -math.log1p(-g)
+    accountant = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), g), 1)
+    exact = _exact_add_delta(g, sigma, epsilon)
+    upper = search.mirror_delta_upper(_plan(accountant, Direction.REMOVE, epsilon), epsilon)
+    assert exact <= upper <= exact + 1e-7, (float(exact), upper)
 
 
 def test_the_remove_plan_bounds_the_add_delta_of_the_analytic_gaussian():
