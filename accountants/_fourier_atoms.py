@@ -111,27 +111,14 @@ def laplace_split(compiled):
 
     def node_log(s):
         log_d, z = log_d_and_z(s)
-        return log_d + _log_expm1(z)
+        with np.errstate(divide="ignore"):
+            return log_d + np.log(np.expm1(z))
 
     total_n = float(ns.sum())
 
     def sup(kappa, u_min):
         log_d = float(np.real(log_d_and_z(np.array([complex(kappa)]))[0][0]))
         c = kappa if kappa >= -0.5 else -1.0 - kappa
-        z = total_n * np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min))
-        return log_d + float(np.real(_log_expm1(np.array([complex(z)]))[0]))
+        return log_d + float(np.log(np.expm1(total_n * np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))))
 
     return LaplaceSplit(atoms, node_log, sup)
-
-
-def _log_expm1(z):
-    """``log(e^z - 1)`` for complex ``z``, without overflow: ``z + log(1 - e^-z)`` where ``Re z > 1`` (``e^z``
-    overflows beyond 709, as for many Laplace runs: ``n log(1 + ratio)`` of 10^4 runs), ``log(expm1(z))``
-    elsewhere; the same value to a few ulps of its parts."""
-    z = np.asarray(z, dtype=np.complex128)
-    large = z.real > 1.0
-    out = np.empty(z.shape, dtype=np.complex128)
-    with np.errstate(divide="ignore"):
-        out[~large] = np.log(np.expm1(z[~large]))
-    out[large] = z[large] + np.log1p(-np.exp(-z[large]))
-    return out

@@ -917,13 +917,6 @@ def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping)
         raise AccuracyError(f"FourierAccountant (Laplace ledger, atoms enumerated exactly): {exc}.") from None
 
 
-#: Smallest damping of a split Laplace ledger's plans. Any damping > 0 is valid; near 0 the period, at least
-#: ``-log(tolerance) / kappa``, grows without bound. Many runs need less than the 0.25 used before: Laplace x 10^4
-#: (scale 2) at delta 1e-8 has its Chernoff best near 0.12, and at 0.25 the terms' rounding was 6e-6 of delta
-#: (AccuracyError); the nodes stay few there (the transform falls off like a Gaussian's).
-_SPLIT_MIN_DAMPING = 0.02
-
-
 def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):
     """delta = (atoms, exact) + (rest, Fourier inversion of R); both directions agree (symmetric pairs).
     ``lm`` is the log MGF of the whole ledger (remove direction), ``split`` an
@@ -931,12 +924,11 @@ def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):
     atoms = split.atoms
     log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     if kappa < COMPLEMENT_SWITCH:
-        # delta near 1 (epsilon far below the mean loss): the terms at a damping >= _SPLIT_MIN_DAMPING would be far
-        # above it
+        # delta near 1 (epsilon far below the mean loss): the terms at a damping >= 0.25 would be far above it
         near_one = complement_chernoff_bounds(lm, epsilon, rtol)
         if near_one is not None:
             return near_one
-    kappa = max(kappa, _SPLIT_MIN_DAMPING)
+    kappa = max(kappa, 0.25)  # any damping > 0 is valid; near 0 the period would explode
     exact = atoms.delta_bounds(epsilon)
     tolerance = rtol * max(exact.estimate, np.exp(log_chernoff) * 1e-3) / 16.0
     for _ in range(4):
@@ -994,7 +986,7 @@ def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping
     grid = 1.0 + np.geomspace(1e-3, min(1e3, cap), 41)
     opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
     hi = min(max(opt.value, 0.0), pure)  # delta(hi) <= delta: Chernoff, or zero at the pure epsilon
-    kappa = max(min(opt.order - 1.0, cap), _SPLIT_MIN_DAMPING)
+    kappa = max(min(opt.order - 1.0, cap), 0.25)
     tolerance, plan_eps = rtol * delta / 16.0, max(0.8 * hi, hi - 3.0 / kappa)  # as in direction_epsilon_bounds
 
     for _ in range(4):
@@ -1020,7 +1012,7 @@ def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping
             return Bounds(lower=just_below, estimate=pure, upper=pure)
         if abs(plan_eps - upper) <= 1e-3 * max(upper, 1e-300):
             tolerance /= 16.0
-        plan_eps, kappa = upper, max(kappa, _SPLIT_MIN_DAMPING)
+        plan_eps, kappa = upper, max(kappa, 0.25)
     else:
         raise AccuracyError(
             f"FourierAccountant could not certify epsilon at delta={delta} to rtol={rtol} (Laplace ledger, "
