@@ -18,6 +18,7 @@ characteristic function (atoms included) does not decay at all.
 Ledgers are passed compiled, as ``(mu2, e_values, counts, others)`` (``FourierAccountant._compile``).
 """
 
+import math
 import typing
 
 import numpy as np
@@ -37,6 +38,11 @@ class LaplaceSplit(typing.NamedTuple):
     node_log: typing.Callable
     #: ``(kappa, u_min) -> log sup_{|u| >= u_min} |R(kappa + iu)|``.
     sup: typing.Callable
+    #: ``sum over runs of (E + 2)``, ``E`` each run's largest loss: the float rounding of the ledger's log MGF at a
+    #: real tilt in ``[-1, 0]`` is within ``4u`` of it (each run's ``log`` of a sum of two or three positive terms,
+    #: exponents of magnitude at most ``E``, then ``n`` times that). It grows with the runs; the inversion's
+    #: per-node rounding model, ``(8 + |log M|) u``, does not (closed forms carry no rounding bound of their own yet).
+    rounding_scale: float = math.inf
 
 
 def two_point_loss(mechanism):
@@ -121,4 +127,5 @@ def laplace_split(compiled):
         c = kappa if kappa >= -0.5 else -1.0 - kappa
         return log_d + float(np.log(np.expm1(total_n * np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))))
 
-    return LaplaceSplit(atoms, node_log, sup)
+    rounding_scale = float(np.sum(counts[keep] * (e_values[keep] + 2.0)) + np.sum(ns * (ts + 2.0)))
+    return LaplaceSplit(atoms, node_log, sup, rounding_scale)

@@ -925,7 +925,7 @@ def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):
     log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     if kappa < COMPLEMENT_SWITCH:
         # delta near 1 (epsilon far below the mean loss): the terms at a damping >= 0.25 would be far above it
-        near_one = complement_chernoff_bounds(lm, epsilon, rtol)
+        near_one = complement_chernoff_bounds(lm, epsilon, rtol, rounding=4.0 * _U * split.rounding_scale)
         if near_one is not None:
             return near_one
     kappa = max(kappa, 0.25)  # any damping > 0 is valid; near 0 the period would explode
@@ -946,19 +946,20 @@ def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):
     )
 
 
-def complement_chernoff_bounds(lm, epsilon, rtol):
+def complement_chernoff_bounds(lm, epsilon, rtol, rounding=0.0):
     """``Bounds`` ``[1 - u, 1]`` of ``delta(epsilon)`` where ``u``, a Chernoff bound on ``1 - delta``, is within
     ``rtol`` of the interval's estimate (its middle); else None.
 
     ``1 - delta(eps) = E_P[min(1, e^(eps - L))] <= e^(a eps) M(-a)`` for every ``a`` in ``[0, 1]``, since ``min(1,
     e^x) <= e^(a x)`` for all ``x`` there (``e^(a x) >= 1`` for ``x >= 0``, ``>= e^x`` for ``x < 0``). ``u`` is the
-    smallest over a grid of ``a`` (``lm`` gives proven upper bounds of ``log M`` at real tilts), raised by the
-    rounding of ``a eps + log M`` and of the exponential; ``1 - u`` is rounded down. Laplace x 1000 (scale 2) at
+    smallest over a grid of ``a`` (``lm`` gives ``log M`` at real tilts to within ``rounding``, absolute: for a
+    closed form its float rounding, which grows with the runs, ``LaplaceSplit.rounding_scale``), raised by that, by
+    the rounding of ``a eps + log M`` and of the exponential; ``1 - u`` is rounded down. Laplace x 1000 (scale 2) at
     epsilon 1: ``u = 3.6e-12``, where the inversion at damping 0.25 had a rounding error above 1."""
     a = np.linspace(0.01, 0.99, 99)
     log_m = np.real(lm((-a).astype(np.complex128)))
     values = a * epsilon + log_m
-    values = values + 8.0 * _U * (np.abs(a * epsilon) + np.abs(log_m) + 1.0)
+    values = values + 8.0 * _U * (np.abs(a * epsilon) + np.abs(log_m) + 1.0) + rounding
     log_u = float(np.min(np.where(np.isfinite(values), values, np.inf)))
     if not log_u < 0.0:
         return None

@@ -63,3 +63,17 @@ def test_laplace_ledger_near_its_mean_loss_still_inverts():
     bounds = accountant.delta_bounds(1.0)
     assert bounds.upper < 1.0 and bounds.upper - bounds.lower <= 1e-6 * bounds.estimate
     assert 0.967 < bounds.lower < bounds.upper < 0.9671
+
+
+def test_the_closed_forms_rounding_lowers_the_lower_end_and_grows_with_the_runs():
+    """``LaplaceSplit.rounding_scale`` is the sum over runs of (largest loss + 2): Laplace scale 2 (loss 1/2) x 1000
+    and randomized response p = 0.75 (loss log 3) x 50. The complement bound's lower end moves down with it."""
+    from dpledger.mechanisms import RandomizedResponse
+
+    accountant = FourierAccountant().compose(LaplaceMechanism(scale=2.0), 1000).compose(RandomizedResponse(p=0.75), 50)
+    split = accountant._laplace_split()
+    assert split.rounding_scale == pytest.approx(1000 * 2.5 + 50 * (np.log(3.0) + 2.0), rel=1e-12)
+    lm = _gaussian(20.0)
+    plain = complement_chernoff_bounds(lm, 50.0, 1e-6)
+    rounded = complement_chernoff_bounds(lm, 50.0, 1e-6, rounding=0.1)
+    assert rounded.lower < plain.lower and 1.0 - rounded.lower > (1.0 - plain.lower) * np.exp(0.1) * (1 - 1e-3)
