@@ -276,10 +276,9 @@ def chernoff_log_delta(
 
     if near is not None and 0.0 < near < max_kappa:
         grid = 1.0 + np.unique(np.minimum(near * _NEAR_FACTORS, max_kappa))
-        opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + max_kappa)
     else:
         grid = 1.0 + np.geomspace(1e-3, min(1e3, max_kappa), 61)
-        opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + max_kappa)
+    opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + max_kappa)
     return opt.value, opt.order - 1.0
 
 
