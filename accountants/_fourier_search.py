@@ -242,8 +242,7 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
         if on_plan is not None:
             on_plan(plan)
         bounds, errors = invert(plan, epsilon)
-        if (bounds.upper - bounds.lower <= rtol * max(bounds.estimate, 1e-300) or bounds.upper == 0.0
-                or bounds.upper <= floor):
+        if _within(bounds, rtol) or bounds.upper == 0.0 or bounds.upper <= floor:
             return bounds, None
         if bounds.estimate <= 0.0 or tolerance <= rtol * bounds.estimate / 16:
             break
@@ -331,7 +330,7 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirro
             failures.append(failure)
         floor = max(floor, bounds.lower)
     result = Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
-    if result.upper - result.lower > rtol * max(result.estimate, 1e-300) and result.upper > 0.0:
+    if not _within(result, rtol) and result.upper > 0.0:
         raise _with_proven(AccuracyError(" ".join(failures) or (
             f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol}: bounds {tuple(result)}.")),
             parts, "delta")
