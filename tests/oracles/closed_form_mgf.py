@@ -5,7 +5,9 @@ The values are mpmath's alone (the library is imported only to read a mechanism'
 ``exp(n log M)`` is used) of ONE run of the pair that the float code represents, its float parameters taken as exact
 binary numbers (a float ``E`` is the loss of the pair, not a rounding of some decimal):
 
-* Gaussian, ``L ~ N(mu2/2, mu2)``: ``log M(s) = mu2 s (s + 1) / 2``, ``mu2 = 1 / noise_multiplier^2`` exactly;
+* Gaussian, ``L ~ N(mu2/2, mu2)``: ``log M(s) = mu2 s (s + 1) / 2``, ``mu2 = mu^2`` with the float ``mu = 1 /
+  noise_multiplier`` of ``GaussianMechanism._log_mgf``, or ``mu2 = 1 / noise_multiplier^2`` exactly where the
+  accountant merges Gaussians (``sum n / noise^2``);
 * two-point (randomized response, pure DP), loss ``+-E`` with ``p* = 1 / (1 + e^-E)``:
   ``M(s) = p* e^(sE) + (1 - p*) e^(-sE)``;
 * Laplace with ``t = sensitivity / scale``: ``M(s) = A(s) + C(s)``, the atoms ``A(s) = (e^(-t(1+s)) + e^(st)) / 2``
@@ -39,10 +41,11 @@ def mpc(z):
     return mp.mpc(mp.mpf(z.real), mp.mpf(z.imag))
 
 
-def log_gaussian(s, noise_multiplier):
-    """``mu2 s (s + 1) / 2`` with ``mu2 = 1 / noise_multiplier^2`` (the float noise multiplier exact)."""
+def log_gaussian(s, noise_multiplier=None, mu=None):
+    """``mu2 s (s + 1) / 2`` with ``mu2 = 1 / noise_multiplier^2`` (the float noise multiplier exact: the accountant's
+    merged ``sum n / noise^2``) or ``mu2 = mu^2`` (the float ``mu`` exact: the mechanism's own ``1 / noise``)."""
     with mp.workdps(DPS):
-        mu2 = 1 / mp.mpf(float(noise_multiplier)) ** 2
+        mu2 = 1 / mp.mpf(float(noise_multiplier)) ** 2 if mu is None else mp.mpf(float(mu)) ** 2
         return mu2 * s * (s + 1) / 2
 
 
@@ -162,7 +165,9 @@ def one_run(mechanism, s, remove=True, accountant=False):
     from dpledger import mechanisms as m
 
     if isinstance(mechanism, m.GaussianMechanism):
-        return log_gaussian(s, mechanism.noise_multiplier)
+        if accountant:
+            return log_gaussian(s, noise_multiplier=mechanism.noise_multiplier)
+        return log_gaussian(s, mu=1.0 / mechanism.noise_multiplier)
     if isinstance(mechanism, m.LaplaceMechanism):
         return log_laplace(s, mechanism.sensitivity / mechanism.scale)
     if isinstance(mechanism, (m.RandomizedResponse, m.PureDPMechanism)):
@@ -189,3 +194,193 @@ def two_point_parameter(mechanism, accountant):
     if isinstance(mechanism, m.RandomizedResponse):
         return abs(float(np.log(mechanism.p) - np.log1p(-mechanism.p)))
     return float(mechanism.epsilon)
+
+
+# ---------------------------------------------------------------- the report (not a test)
+REPORT_KAPPAS = (0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0.75, -0.5, (1.0 + 1e-3) - 1.0)
+REPORT_RUNS = (1, 10, 100, 10**3, 10**4, 10**5, 10**6)
+
+
+def _frequencies(top, count=60, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.unique(np.concatenate(([0.0], top * np.geomspace(1e-9, 1.0, count), rng.uniform(0.0, top, count))))
+
+
+def _worst(rows, result, point):
+    for key in ("relative", "inversion", "contract"):
+        if result[key] >= rows.get(key, (-1.0, None))[0]:
+            rows[key] = (result[key], complex(point))
+
+
+def _line(name, rows):
+    parts = [f"{key} {rows[key][0]:.3g} at s = {rows[key][1]:.6g}" for key in ("inversion", "relative") if key in rows]
+    contract = rows.get("contract", (math.nan,))[0]
+    return f"{name:44s} " + "; ".join(parts) + f"; contract {contract:.3g}"
+
+
+def scan_self_composed(mechanism, top, kappas=REPORT_KAPPAS, runs=REPORT_RUNS, direction=None):
+    """``{n: {ratio: (worst, s)}}`` of ``SelfComposed(mechanism, n).log_mgf_enclosure`` over the report's points
+    (``top(n)``: the highest frequency)."""
+    from dpledger.mechanisms import Direction, SelfComposed
+
+    direction = Direction.REMOVE if direction is None else direction
+    out = {}
+    cache = {}
+    for n in runs:
+        rows = out.setdefault(n, {})
+        for kappa in kappas:
+            s = kappa + 1j * _frequencies(top(n), seed=n)
+            log_m, log_err = SelfComposed(mechanism, count=n).log_mgf_enclosure(s, direction)
+            for point, value, error in zip(s, log_m, log_err):
+                key = complex(point)
+                if key not in cache:
+                    cache[key] = one_run(mechanism, mpc(point), remove=direction is Direction.REMOVE)
+                _worst(rows, compare(cache[key], n, value, error), point)
+    return out
+
+
+def scan_plan_nodes(entries, epsilons):
+    """``{ratio: (worst, s)}`` of ``FourierAccountant._log_mgf_enclosure`` at every node its plans evaluate for
+    ``get_delta`` at each of ``epsilons`` (the nodes as the accountant chose them)."""
+    from dpledger.accountants import FourierAccountant
+
+    acct = FourierAccountant()
+    for m, n in entries:
+        acct.compose(m, n)
+    seen = []
+    enclosure = acct._log_mgf_enclosure
+
+    def spy(s, direction, bodies=None):
+        value = enclosure(s, direction, bodies)
+        if np.size(s) > 16:
+            seen.append((np.array(s).reshape(-1), value))
+        return value
+
+    acct._log_mgf_enclosure = spy
+    epsilon_of = []
+    for epsilon in epsilons:
+        start = len(seen)
+        acct.get_delta(epsilon=float(epsilon))
+        epsilon_of += [float(epsilon)] * (len(seen) - start)
+    rows, plan_worst = {}, (0.0, None)
+    for (s, (log_m, log_err)), epsilon in zip(seen, epsilon_of):
+        actual, allowed = [], []
+        for point, value, error in zip(s, np.ravel(log_m), np.ravel(log_err)):
+            with mp.workdps(DPS):
+                exact = mp.fsum(n * one_run(m, mpc(point), accountant=True) for m, n in entries)
+            result = compare(exact, 1, value, error)
+            _worst(rows, result, point)
+            # the node's weight in the contour sum, e^(-kappa eps) (common to a plan) aside
+            log_weight = math.log(abs(complex(point))) + math.log(abs(1.0 + complex(point)))
+            actual.append(result["actual"] - log_weight)
+            allowed.append(math.log(EPS * (8.0 + abs(complex(value)) + 2.0 * abs(complex(point)) * epsilon))
+                           + complex(value).real - log_weight)
+        # the inversion's rounding term: sum_k w_k EPS (8 + |log M_k| + 2 |s_k| eps) |e^(t_k)| (1 + log2 K)
+        total_actual = float(mp.fsum(mp.exp(mp.mpf(a)) for a in actual))
+        total_allowed = float(mp.fsum(mp.exp(mp.mpf(a)) for a in allowed)) * (1.0 + math.log2(s.size))
+        if total_actual / total_allowed > plan_worst[0]:
+            plan_worst = (total_actual / total_allowed, (complex(s[0]).real, s.size, epsilon))
+    return rows, sum(s.size for s, _ in seen), plan_worst
+
+
+def scan_split(scale, n, p=0.6, m=0, kappas=(0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0.75)):
+    """``{ratio: (worst, s)}`` of the Laplace split's rest (``node_enclosure`` or ``node_log``) for Laplace(scale) x n
+    (+ RR(p) x m), and the number of points where its value is not finite."""
+    from dpledger.accountants import FourierAccountant
+    from dpledger.accountants._fourier_atoms import laplace_split
+    from dpledger.mechanisms import LaplaceMechanism, RandomizedResponse
+
+    acct = FourierAccountant().compose(LaplaceMechanism(scale=scale), n)
+    if m:
+        acct.compose(RandomizedResponse(p=p), m)
+    split = laplace_split(acct._compile())
+    lap = [(LaplaceMechanism(scale=scale).laplace_loss_ratio(), n)]
+    two = [(RandomizedResponse(p=p).two_point_loss(), m)] if m else []
+    rows, bad = {}, 0
+    for kappa in kappas:
+        s = kappa + 1j * _frequencies(1e4 * scale)
+        enclosure = getattr(split, "node_enclosure", None)
+        with np.errstate(all="ignore"):
+            log_r, log_e = enclosure(s) if enclosure is not None else (split.node_log(s), np.full(s.shape, -np.inf))
+        for point, value, error in zip(s, log_r, np.broadcast_to(log_e, s.shape)):
+            if not np.isfinite(value):
+                bad += 1
+                continue
+            _worst(rows, compare(log_laplace_rest(mpc(point), lap, two), 1, value, error), point)
+    return rows, bad
+
+
+def main():
+    """Print the report's worst ratios: per closed form and ``n`` over the report's points, at the accountant's plan
+    nodes, and for the Laplace split's rest."""
+    from dpledger.mechanisms import (
+        Direction,
+        DiscretePairMechanism,
+        GaussianMechanism,
+        KaryRandomizedResponse,
+        LaplaceMechanism,
+        MissingCapabilityError,
+        PoissonSubsampled,
+        PureDPMechanism,
+        RandomizedResponse,
+    )
+
+    def atoms(scale):
+        return lambda n: 1e4 / scale
+
+    def gauss(noise):
+        return lambda n: math.sqrt(600.0 * math.log(10.0)) * noise / math.sqrt(n)
+
+    rr6 = abs(float(np.log(0.6) - np.log1p(-0.6)))
+    cases = [
+        ("Gaussian(sigma=1.1)", GaussianMechanism(sigma=1.1), gauss(1.1), None),
+        ("Gaussian(sigma=10, sensitivity=3)", GaussianMechanism(sigma=10.0, sensitivity=3.0), gauss(10 / 3), None),
+        ("Laplace(scale=1)", LaplaceMechanism(scale=1.0), atoms(1.0), None),
+        ("Laplace(scale=3)", LaplaceMechanism(scale=3.0), atoms(1 / 3), None),
+        ("RR(0.6)", RandomizedResponse(p=0.6), atoms(rr6), None),
+        ("RR(0.5005)", RandomizedResponse(p=0.5005), atoms(0.002), None),
+        ("PureDP(1e-3)", PureDPMechanism(epsilon=1e-3), atoms(1e-3), None),
+        ("PureDP(5)", PureDPMechanism(epsilon=5.0), atoms(5.0), None),
+        ("KaryRR(0.5, 4)", KaryRandomizedResponse(noise_parameter=0.5, num_buckets=4), atoms(math.log(5)), None),
+        ("Discrete(.75/.25)", DiscretePairMechanism(np.log([0.75, 0.25]), np.log([0.25, 0.75])),
+         atoms(math.log(3)), None),
+        ("PS(RR(0.6), 0.01) remove", PoissonSubsampled(RandomizedResponse(p=0.6), sampling_probability=0.01),
+         atoms(math.log1p(0.01 * 0.5)), Direction.REMOVE),
+        ("PS(RR(0.6), 0.01) add", PoissonSubsampled(RandomizedResponse(p=0.6), sampling_probability=0.01),
+         atoms(math.log1p(0.01 * 0.5)), Direction.ADD),
+        ("PS(PureDP(1), 0.1) remove", PoissonSubsampled(PureDPMechanism(epsilon=1.0), sampling_probability=0.1),
+         atoms(math.log1p(0.1 * math.expm1(1.0))), Direction.REMOVE),
+        ("PS(Laplace(1), 0.1)", PoissonSubsampled(LaplaceMechanism(scale=1.0), sampling_probability=0.1),
+         atoms(1.0), None),
+    ]
+    print("SelfComposed(m, n).log_mgf_enclosure: worst ratio of |M^n - exp(log_m)| to the inversion's per-node "
+          "allowance eps (8 + |log_m|) |exp(log_m)| and to |M^n|, and to the claimed exp(log_err)")
+    for name, mechanism, top, direction in cases:
+        try:
+            rows = scan_self_composed(mechanism, top, direction=direction)
+        except MissingCapabilityError as exc:
+            print(f"{name}: skipped ({exc})")
+            continue
+        for n, row in rows.items():
+            print(_line(f"{name} x {n}", row), flush=True)
+    g = GaussianMechanism(sigma=1.1)
+    e6 = RandomizedResponse(p=0.6).two_point_loss()
+    print("FourierAccountant._log_mgf_enclosure at every node of the plans of get_delta(mean + k sd), k = 2, 4, 6 "
+          "(trapezoid end weights 1/2 ignored)")
+    for n in (10**3, 10**4, 10**5):
+        mu2 = 10 / 1.21
+        mean, sd = mu2 / 2 + n * 0.2 * e6, math.sqrt(mu2 + n * e6 * e6 * 0.96)
+        rows, count, plan = scan_plan_nodes([(g, 10), (RandomizedResponse(p=0.6), n)],
+                                            [mean + k * sd for k in (2, 4, 6)])
+        print(_line(f"Gaussian x 10 + RR(0.6) x {n} ({count} nodes)", rows), flush=True)
+        print(f"    worst plan: sum of node errors / the inversion's rounding term {plan[0]:.3g} (kappa, nodes, "
+              f"epsilon = {plan[1]})", flush=True)
+    print("Laplace split's rest R = M - D (node_enclosure, else node_log)")
+    for scale, n, m in ((2.0, 1, 0), (2.0, 100, 0), (2.0, 10**3, 0), (2.0, 10**4, 0), (1.0, 10**3, 100),
+                        (0.5, 10**3, 0)):
+        rows, bad = scan_split(scale, n, m=m)
+        print(_line(f"Laplace({scale}) x {n} + RR(0.6) x {m} (non-finite: {bad})", rows), flush=True)
+
+
+if __name__ == "__main__":
+    main()
