@@ -182,6 +182,9 @@ KNOWN_WORST = [
     (PoissonSubsampled(RandomizedResponse(p=0.6), sampling_probability=0.01), -0.75 + 1.21187e6j, 10**3),
     (PoissonSubsampled(PureDPMechanism(epsilon=1.0), sampling_probability=0.1), 1.0 + 59755.0j, 10**5),
     (GaussianMechanism(sigma=1.1), -0.5 + 2.27876e-07j, 10**4),
+    # high-frequency phase: n Im log M ~ 8e9, so the float product n * (per-run log) alone is ~1e-6 off in phase
+    (RandomizedResponse(p=0.6), 0.25 + 2.0e4j, 10**6),
+    (PoissonSubsampled(RandomizedResponse(p=0.6), sampling_probability=0.01), 0.25 + 2.0e4j, 10**6),
 ]
 
 
@@ -190,6 +193,33 @@ def test_known_worst_points(mechanism, point, n):
     log_m, log_err = SelfComposed(mechanism, count=n).log_mgf_enclosure(np.array([point]), Direction.REMOVE)
     exact = oracle.one_run(mechanism, oracle.mpc(point))
     _assert_within(exact, n, log_m[0], log_err[0], f"{mechanism!r} x {n} at s = {point}")
+
+
+def _laplace_zero(t, k):
+    """The ``k``-th zero ``v > 0`` of ``M(-1/2 + iv)`` of the Laplace pair (``e^(-itv) (2 cos(tv) + sin(tv) / v) / 2``
+    times ``e^(-t/2)``: ``2 v cos(tv) + sin(tv) = 0``, one root in each ``(pi/2 + (k - 1) pi, pi/2 + k pi] / t``)."""
+    with mp.workdps(30):
+        lo, hi = (math.pi / 2 + (k - 1) * math.pi) / t, (math.pi / 2 + k * math.pi) / t
+        return float(mp.findroot(lambda v: 2 * v * mp.cos(t * v) + mp.sin(t * v), (lo + 1e-12, hi), solver="anderson"))
+
+
+@budget(30)
+@given(st.one_of(two_points, laplaces), st.integers(1, 3000), st.one_of(st.just(0.0), st.floats(-1e-6, 1e-6)),
+       st.sampled_from(RUNS))
+def test_near_zeros(mechanism, k, offset, n):
+    """Points at and near the zeros of the symmetric pairs' ``M`` on ``Re s = -1/2`` (relative error unbounded there):
+    two-point ``v = pi (2k - 1) / (2E)``, Laplace the roots of ``2 v cos(tv) + sin(tv)``."""
+    record("closed-form rounding: near zeros")
+    if isinstance(mechanism, LaplaceMechanism):
+        v = _laplace_zero(mechanism.sensitivity / mechanism.scale, k)
+    else:
+        e = oracle.two_point_parameter(mechanism, False)
+        assume(e > 0.0)
+        v = math.pi * (2 * k - 1) / (2 * e)
+    point = complex(-0.5, v * (1.0 + offset))
+    log_m, log_err = SelfComposed(mechanism, count=n).log_mgf_enclosure(np.array([point]), Direction.REMOVE)
+    _assert_within(oracle.one_run(mechanism, oracle.mpc(point)), n, log_m[0], log_err[0],
+                   f"{mechanism!r} x {n} near a zero, s = {point}")
 
 
 def test_subsampled_laplace_has_no_enclosure():
