@@ -134,35 +134,35 @@ subsampled = st.builds(lambda base, q: PoissonSubsampled(base, sampling_probabil
                        two_points, st.floats(1e-4, 0.99))
 
 
-@budget(30)
+@budget(60)
 @given(gaussians, kappas, fractions)
 def test_self_composed_gaussian(mechanism, kappa, fracs):
     record("closed-form rounding: Gaussian")
     _check_self_composed(mechanism, kappa, fracs)
 
 
-@budget(30)
+@budget(60)
 @given(laplaces, kappas, fractions)
 def test_self_composed_laplace(mechanism, kappa, fracs):
     record("closed-form rounding: Laplace")
     _check_self_composed(mechanism, kappa, fracs)
 
 
-@budget(30)
+@budget(60)
 @given(two_points, kappas, fractions)
 def test_self_composed_two_point(mechanism, kappa, fracs):
     record("closed-form rounding: two-point")
     _check_self_composed(mechanism, kappa, fracs)
 
 
-@budget(30)
+@budget(60)
 @given(discretes, kappas, fractions)
 def test_self_composed_discrete_pair(mechanism, kappa, fracs):
     record("closed-form rounding: discrete pair")
     _check_self_composed(mechanism, kappa, fracs)
 
 
-@budget(30)
+@budget(60)
 @given(subsampled, kappas, fractions, st.sampled_from(list(Direction)))
 def test_self_composed_subsampled_two_point(mechanism, kappa, fracs, direction):
     record("closed-form rounding: subsampled two-point")
@@ -203,7 +203,7 @@ def _laplace_zero(t, k):
         return float(mp.findroot(lambda v: 2 * v * mp.cos(t * v) + mp.sin(t * v), (lo + 1e-12, hi), solver="anderson"))
 
 
-@budget(30)
+@budget(60)
 @given(st.one_of(two_points, laplaces), st.integers(1, 3000), st.one_of(st.just(0.0), st.floats(-1e-6, 1e-6)),
        st.sampled_from(RUNS))
 def test_near_zeros(mechanism, k, offset, n):
@@ -317,7 +317,7 @@ def _check_ledger(entries, points, name):
         _assert_within(_ledger_exact(entries, point), 1, value, error, f"{name} at s = {point}")
 
 
-@budget(30)
+@budget(60)
 @given(st.sampled_from(sorted(LEDGERS)), st.sampled_from(RUNS), kappas, fractions)
 def test_accountant_ledgers(name, n, kappa, fracs):
     record("closed-form rounding: accountant ledger")
@@ -374,7 +374,7 @@ def _split_case(scale, n, p, m):
     return split, laplace_runs, two_point_runs
 
 
-@budget(30)
+@budget(60)
 @given(st.floats(0.1, 10.0), st.sampled_from(RUNS), st.floats(0.51, 0.95), st.sampled_from([0, 10, 100]),
        st.sampled_from(SPLIT_KAPPAS), fractions)
 def test_laplace_split_rest(scale, n, p, m, kappa, fracs):
