@@ -907,11 +907,11 @@ def _with_proven(error, parts, what):
 
 
 def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping):
-    """Inversion plan for the rest ``R`` of a split ledger: its nodes use ``split.node_log``, its truncation
+    """Inversion plan for the rest ``R`` of a split ledger: its nodes use ``split.node_enclosure``, its truncation
     bound ``split.sup``."""
     try:
         return make_plan(lm, split.sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa,
-                         max_damping=max_damping, node_log_mgf=split.node_log)
+                         max_damping=max_damping, node_enclosure=split.node_enclosure)
     except TruncationLimit as exc:
         raise AccuracyError(f"FourierAccountant (Laplace ledger, atoms enumerated exactly): {exc}.") from None
 
@@ -923,11 +923,12 @@ def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):
     atoms = split.atoms
     log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     if kappa < COMPLEMENT_SWITCH:
-        # delta near 1 (epsilon far below the mean loss): the terms at a damping >= 0.25 would be far above it
-        near_one = complement_chernoff_bounds(lm, epsilon, rtol, rounding=4.0 * _U * split.rounding_scale)
+        # delta near 1 (epsilon far below the mean loss): the terms at a damping >= split.min_damping would be far
+        # above it
+        near_one = complement_chernoff_bounds(lm, epsilon, rtol)
         if near_one is not None:
             return near_one
-    kappa = max(kappa, 0.25)  # any damping > 0 is valid; near 0 the period would explode
+    kappa = max(kappa, split.min_damping)
     exact = atoms.delta_bounds(epsilon)
     tolerance = rtol * max(exact.estimate, np.exp(log_chernoff) * 1e-3) / 16.0
     for _ in range(4):
@@ -945,20 +946,20 @@ def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):
     )
 
 
-def complement_chernoff_bounds(lm, epsilon, rtol, rounding=0.0):
+def complement_chernoff_bounds(lm, epsilon, rtol):
     """``Bounds`` ``[1 - u, 1]`` of ``delta(epsilon)`` where ``u``, a Chernoff bound on ``1 - delta``, is within
     ``rtol`` of the interval's estimate (its middle); else None.
 
     ``1 - delta(eps) = E_P[min(1, e^(eps - L))] <= e^(a eps) M(-a)`` for every ``a`` in ``[0, 1]``, since ``min(1,
     e^x) <= e^(a x)`` for all ``x`` there (``e^(a x) >= 1`` for ``x >= 0``, ``>= e^x`` for ``x < 0``). ``u`` is the
-    smallest over a grid of ``a`` (``lm`` gives ``log M`` at real tilts to within ``rounding``, absolute: for a
-    closed form its float rounding, which grows with the runs, ``LaplaceSplit.rounding_scale``), raised by that, by
-    the rounding of ``a eps + log M`` and of the exponential; ``1 - u`` is rounded down. Laplace x 1000 (scale 2) at
-    epsilon 1: ``u = 3.6e-12``, where the inversion at damping 0.25 had a rounding error above 1."""
+    smallest over a grid of ``a`` (``lm`` gives proven upper bounds on ``log M`` at real tilts, the closed forms'
+    rounding included: :mod:`mechanisms.closed_form_enclosures`), raised by the rounding of ``a eps + log M`` and
+    of the exponential; ``1 - u`` is rounded down. Laplace x 1000 (scale 2) at epsilon 1: ``u = 3.6e-12``, where the
+    inversion at damping 0.25 had a rounding error above 1."""
     a = np.linspace(0.01, 0.99, 99)
     log_m = np.real(lm((-a).astype(np.complex128)))
     values = a * epsilon + log_m
-    values = values + 8.0 * _U * (np.abs(a * epsilon) + np.abs(log_m) + 1.0) + rounding
+    values = values + 8.0 * _U * (np.abs(a * epsilon) + np.abs(log_m) + 1.0)
     log_u = float(np.min(np.where(np.isfinite(values), values, np.inf)))
     if not log_u < 0.0:
         return None
@@ -986,7 +987,7 @@ def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping
     grid = 1.0 + np.geomspace(1e-3, min(1e3, cap), 41)
     opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
     hi = min(max(opt.value, 0.0), pure)  # delta(hi) <= delta: Chernoff, or zero at the pure epsilon
-    kappa = max(min(opt.order - 1.0, cap), 0.25)
+    kappa = max(min(opt.order - 1.0, cap), split.min_damping)
     tolerance, plan_eps = rtol * delta / 16.0, max(0.8 * hi, hi - 3.0 / kappa)  # as in direction_epsilon_bounds
 
     for _ in range(4):
@@ -1012,7 +1013,7 @@ def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping
             return Bounds(lower=just_below, estimate=pure, upper=pure)
         if abs(plan_eps - upper) <= 1e-3 * max(upper, 1e-300):
             tolerance /= 16.0
-        plan_eps, kappa = upper, max(kappa, 0.25)
+        plan_eps, kappa = upper, max(kappa, split.min_damping)
     else:
         raise AccuracyError(
             f"FourierAccountant could not certify epsilon at delta={delta} to rtol={rtol} (Laplace ledger, "

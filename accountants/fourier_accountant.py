@@ -66,7 +66,13 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.accountants._fourier_atoms import laplace_split, two_point_lattice, two_point_log_mgf, two_point_loss
+from dpledger.accountants._fourier_atoms import (
+    laplace_split,
+    two_point_lattice,
+    two_point_log_mgf,
+    two_point_log_mgf_enclosure,
+    two_point_loss,
+)
 from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEMENT_SWITCH) are re-exported from here
     COMPLEMENT_SWITCH,  # noqa: F401
     AccuracyError,
@@ -91,7 +97,7 @@ from dpledger.accountants.fourier_inversion import (
 from dpledger.accountants.privacy_buckets import BucketLedger
 from dpledger.accountants.report import BoundKind, PrivacyReport
 from dpledger.accountants.risk import tradeoff_lower_bound
-from dpledger.mechanisms import _logmath, _tilts, _validate, privacy_loss
+from dpledger.mechanisms import _logmath, _tilts, _validate, closed_form_enclosures, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import composed_delta
 from dpledger.mechanisms.errors import EstimateWarning, MissingCapabilityError, NumericalError
@@ -267,44 +273,59 @@ class FourierAccountant:
 
     def _log_mgf_upper(self, s, direction, bodies=None):
         """Proven upper bounds on ``log M(s)`` at real ``s`` (:meth:`Mechanism.log_mgf_upper`: cheaper where a
-        mechanism has a cheaper bound than its enclosure; ``bodies`` as in :meth:`_log_mgf`)."""
-        mu2, e_values, counts, others = self._compile()
-        total = np.real(self._log_mgf(s, direction)) if not others else (
-            np.real(privacy_loss.gaussian_log_mgf(s.astype(np.complex128), 1.0)) * mu2 if mu2 else np.zeros(s.shape))
-        if others and e_values.size:
-            total = total + np.real(two_point_log_mgf(s.astype(np.complex128), e_values, counts))
+        mechanism has a cheaper bound than its enclosure; ``bodies`` as in :meth:`_log_mgf`). The Gaussian and
+        two-point parts: the upper ends of their enclosures (:meth:`_closed_parts`). The sum of the parts is rounded
+        up by ``(k + 2) u`` of the sum of their magnitudes (``k`` of them)."""
+        s = np.asarray(s, dtype=np.float64)
+        others = self._compile()[3]
+        parts = [closed_form_enclosures.upper_from_enclosure(value, error) for value, error in self._closed_parts(s)]
         whole = [(m, n) for m, n in others if not (bodies and m in bodies)]
         # every mechanism's bound from one batch (PoissonSubsampled.log_mgf_upper_many: the same bounds), summed in
         # the ledger's order as before
         values = iter(PoissonSubsampled.log_mgf_upper_many([m for m, _ in whole], s, direction))
         for mechanism, count in others:
             body = bodies.get(mechanism) if bodies else None
-            total = total + count * (next(values) if body is None else body.log_mgf_upper(s))
-        return np.asarray(total, dtype=np.float64)
+            parts.append(count * (next(values) if body is None else body.log_mgf_upper(s)))
+        total, scale = np.zeros(s.shape), np.zeros(s.shape)
+        for part in parts:
+            total, scale = total + part, scale + np.abs(part)
+        return np.asarray(total + (len(parts) + 2) * _logmath.EPS * scale, dtype=np.float64)
+
+    def _closed_parts(self, s):
+        """``[(log M~, log E)]`` of the ledger's Gaussian part (summed ``mu^2``) and two-point part, those it has:
+        :func:`mechanisms.closed_form_enclosures.gaussian_log_mgf_enclosure` with ``mu^2`` within ``(k + 6) eps`` of
+        the exact sum (``k`` Gaussian entries, each ``n / noise^2`` within ``4u`` after the noise multiplier's own
+        rounding, summed: ``(k + 4) u``, doubled), and
+        :func:`accountants._fourier_atoms.two_point_log_mgf_enclosure`."""
+        s = np.asarray(s, dtype=np.complex128)
+        mu2, e_values, counts, _ = self._compile()
+        parts = []
+        if mu2:
+            gaussians = sum(1 for core, _ in self._cores.values() if core.gaussian_loss_noise_multiplier() is not None)
+            parts.append(closed_form_enclosures.gaussian_log_mgf_enclosure(
+                s, mu2, (gaussians + 6) * _logmath.EPS))
+        if e_values.size:
+            parts.append(two_point_log_mgf_enclosure(s, e_values, counts))
+        return parts
 
     def _log_mgf_enclosure(self, s, direction, bodies=None):
-        """``(log M~, log E)`` of the composed loss, ``|M(s) - M~(s)| <= E(s)`` (closed forms: rounding only, which
-        the inversion bounds); the mechanisms' enclosures (``bodies``' where given, as in :meth:`_log_mgf`)
-        combined by :func:`mechanisms._logmath.log_product_error`.
-
-        Known gap (measured 2026-11-29, not fixed): the inversion's model of a node's rounding is a few ulps of
-        ``8 + |log M|``, but ``n`` runs of a closed form whose per-run log carries an absolute rounding of a few
-        ulps are off by about ``n u`` where the per-run log is small. Against mpmath at the plans' nodes, Gaussian x
-        10 plus randomized response x 10^5 reached 4.3 times the allowance, and the Laplace split's rest (its own
-        ``node_log``) 4.4 times at 10^4 runs (40 times before the ``1 + log2 K`` of the sum): relative errors of
-        1e-12 to 1e-10 in delta. The fix is a per-run rounding bound returned by each closed form (``log E``
-        instead of ``-inf`` here), which :func:`mechanisms._logmath.log_product_error` raises to the ``n``-th power."""
+        """``(log M~, log E)`` of the composed loss, ``|M(s) - M~(s)| <= E(s)``: the Gaussian and two-point parts'
+        enclosures (:meth:`_closed_parts`, float rounding bounded: ``n`` runs of a per-run log carry ``n`` times its
+        absolute rounding, which the inversion's model of a node's rounding, a few ulps of ``8 + |log M|``, does not
+        cover) and the mechanisms' (``bodies``' where given, as in :meth:`_log_mgf`) combined by
+        :func:`mechanisms._logmath.log_product_error`."""
         s = np.asarray(s, dtype=np.complex128)
-        mu2, e_values, counts, others = self._compile()
-        total = privacy_loss.gaussian_log_mgf(s, 1.0) * mu2 if mu2 else np.zeros(s.shape, dtype=np.complex128)
-        if e_values.size:
-            total = total + two_point_log_mgf(s, e_values, counts)
-        parts = [(1, total, np.full(s.shape, -np.inf))]
+        others = self._compile()[3]
+        parts = [(1, value, error) for value, error in self._closed_parts(s)]
         for mechanism, count in others:
             body = bodies.get(mechanism) if bodies else None
             value, error = (mechanism.log_mgf_enclosure(s, direction) if body is None
                             else body.log_mgf_enclosure(s))
             parts.append((count, value, error))
+        if not parts:
+            return np.zeros(s.shape, dtype=np.complex128), np.full(s.shape, -np.inf)
+        total = parts[0][0] * parts[0][1]
+        for count, value, _ in parts[1:]:
             total = total + count * value
         return total, _logmath.log_product_error(parts)
 
@@ -374,8 +395,12 @@ class FourierAccountant:
             # choose (mechanisms._tilts.exact_tilt), and where it is not, each mechanism's bound is widened
             c, offset = (kappa, 0.0) if direction is Direction.REMOVE else map(float, _tilts.two_sum(-1.0, -kappa))
             total = 0.5 * mu2 * (c * (c + 1.0) - u_min * u_min)  # Gaussian: exact, decreasing in |u|
-            if e_values.size:  # two-point losses do not decay: |M(c + iu)| <= M(c)
-                total += float(np.real(two_point_log_mgf(np.array([complex(c)]), e_values, counts)[0]))
+            # its rounding: a few ulps of mu2 (c (c + 1) + u_min^2) / 2, and of each part added below
+            scale = 0.5 * mu2 * (abs(c * (c + 1.0)) + u_min * u_min) + 1.0
+            if e_values.size:  # two-point losses do not decay: |M(c + iu)| <= M(c) (its enclosure's upper end)
+                value, error = two_point_log_mgf_enclosure(np.array([complex(c)]), e_values, counts)
+                total += float(closed_form_enclosures.upper_from_enclosure(value[0], error[0]))
+                scale += abs(total)
             for m, n in others:
                 body = bodies.get(m) if bodies else None
                 part = m.log_mgf_sup(c, u_min) if body is None else body.log_mgf_sup(c, u_min)
@@ -383,7 +408,8 @@ class FourierAccountant:
                     part = float(np.logaddexp(part, _tilts.log_shift_error(
                         lambda points, m=m: m.log_mgf_upper(points, Direction.REMOVE), c, offset)))
                 total += n * part
-            return float(total)
+                scale += n * (abs(part) + 1.0)  # each run's bound within a few ulps of its parts (about 1 + |part|)
+            return float(total + (len(others) + 8) * _logmath.EPS * (scale + abs(total)))
 
         return sup
 

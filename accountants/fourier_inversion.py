@@ -119,7 +119,7 @@ class InversionPlan:
     log_m_kappa: float
     log_m_tail: np.ndarray
     log_sup: float
-    #: ``log E`` at the nodes, ``|M - exp(log_m_nodes)| <= E`` (None: closed forms, rounding only)
+    #: ``log E`` at the nodes, ``|M - exp(log_m_nodes)| <= E`` (None: no enclosure, an estimate's plan)
     log_err_nodes: np.ndarray = None
     #: Upper bound on the probability mass left out of the transform (a law cut at a high loss, see "Cut laws" in
     #: the module docstring): delta exceeds the transform's by at most this, and never falls below it.
@@ -208,7 +208,7 @@ class InversionPlan:
     @functools.cached_property
     def enclosure_parts(self) -> tuple[float, float]:
         """``(top0, sum_k w_k e^(l_k - top0))`` with ``l_k = log E_k - log |s_k (1 + s_k)|`` and ``top0 = max l``
-        (``(-inf, 0)`` for closed forms): :func:`_enclosure_error` at epsilon is this sum times
+        (``(-inf, 0)`` without an enclosure): :func:`_enclosure_error` at epsilon is this sum times
         ``e^(top0 - kappa eps) step / pi`` (the same shift at every node, as in :attr:`moduli`)."""
         if self.log_err_nodes is None:
             return -np.inf, 0.0
@@ -295,16 +295,17 @@ def make_plan(
     max_terms: int = 1 << 20,
     kappa: float | None = None,
     max_damping: float = MAX_DAMPING,
-    node_log_mgf: Callable[[np.ndarray], np.ndarray] | None = None,
+    node_enclosure: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
     shorten: bool | float = False,
 ) -> InversionPlan:
     """Choose damping, period and number of nodes so that aliasing and truncation at ``epsilon`` are each at
     most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes. The damping
     is the Chernoff-optimal one (the saddle point, where the terms are smallest) capped at ``max_damping``.
 
-    ``node_log_mgf``, if given, supplies the values at the nodes instead of ``log_mgf``: the log transform of
-    a non-negative part of the loss's law (its aliasing and Chernoff terms are then bounded through the whole
-    law's ``log_mgf``, which dominates it; ``log_mgf_sup`` must bound the part).
+    ``node_enclosure``, if given, supplies ``(log M~, log E)`` at the nodes instead of ``log_mgf``: the log
+    transform of a non-negative part of the loss's law, with its float error bounded (its aliasing and Chernoff
+    terms are then bounded through the whole law's ``log_mgf``, which dominates it; ``log_mgf_sup`` must bound the
+    part).
 
     ``shorten``: try smaller dampings where the upper aliasing bound sets a long period
     (:func:`_damping_and_period`: ``True`` halves the damping at each candidate, a float in (0, 1) takes that ratio
@@ -339,7 +340,7 @@ def make_plan(
         terms *= 2
     _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup)
     nodes = kappa + 1j * step * np.arange(terms + 1)
-    log_m_nodes, log_err_nodes = _at_nodes(log_mgf, node_log_mgf, nodes)
+    log_m_nodes, log_err_nodes = _at_nodes(log_mgf, node_enclosure, nodes)
     return InversionPlan(
         kappa=kappa,
         kappa_tail=kappa_tail,
@@ -437,11 +438,10 @@ def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_head
     return pick(chosen)
 
 
-def _at_nodes(log_mgf, node_log_mgf, nodes):
-    """``(log M, log E or None)`` at the nodes: the enclosure of ``log_mgf`` where it has one."""
-    if node_log_mgf is not None:
-        return np.asarray(node_log_mgf(nodes), dtype=np.complex128), None
-    enclosure = getattr(log_mgf, "enclosure", None)
+def _at_nodes(log_mgf, node_enclosure, nodes):
+    """``(log M, log E or None)`` at the nodes: ``node_enclosure``'s where given, else the enclosure of ``log_mgf``
+    where it has one."""
+    enclosure = node_enclosure if node_enclosure is not None else getattr(log_mgf, "enclosure", None)
     if enclosure is None:
         return np.asarray(log_mgf(nodes), dtype=np.complex128), None
     value, error = enclosure(nodes)
@@ -450,7 +450,7 @@ def _at_nodes(log_mgf, node_log_mgf, nodes):
 
 def _enclosure_error(plan, epsilon):
     """Bound on what the nodes' enclosure errors add to the contour sum:
-    ``(step / pi) sum_k w_k E_k |e^(-s_k eps)| / |s_k (1 + s_k)|`` (0 for closed forms), from the sum formed once
+    ``(step / pi) sum_k w_k E_k |e^(-s_k eps)| / |s_k (1 + s_k)|`` (0 without an enclosure), from the sum formed once
     per plan (:attr:`InversionPlan.enclosure_parts`); the 1e-12 covers the roundings of each term's exponent
     relative to ``top0`` (a few ulps of magnitudes below 10^3) and of the sum, and ``8u (|top0| + |kappa eps|)``
     those of the common exponent ``top0 - kappa eps`` (dampings reach 10^3 and more)."""

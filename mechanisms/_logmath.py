@@ -206,7 +206,9 @@ def widen_up(value, relative, absolute=0.0):
 
 def widen_up_entries(value, relative, absolute=0.0):
     """:func:`widen_up` entry by entry through its scalar path (:func:`_widen_up_scalar`): at or above the exact
-    ``value + relative * |value| + absolute``, at most three floats above :func:`widen_up`'s array path, and ~20 times
+    ``value + relative * |value| + absolute``, above :func:`widen_up`'s array path by at most three spacings of the
+    largest of ``|value|``, ``relative |value|``, ``absolute`` and the result (one per operation: under cancellation,
+    ``-1 + 1 * 1``, that is ``2.2e-16`` above the array path's exact 0, not three floats), and ~20 times
     cheaper than it on a few values (the body series' bounds, :mod:`mechanisms._body_series`, ask at every Chernoff
     step). Arrays broadcast together; the result has their shape."""
     v, rel, ab = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (value, relative, absolute)))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _tilts, _validate, loss_buckets, two_point
+from dpledger.mechanisms import _tilts, _validate, closed_form_enclosures, loss_buckets, two_point
 from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
 from dpledger.mechanisms.relations import Direction
 
@@ -277,8 +277,13 @@ class Mechanism(abc.ABC):
     def log_mgf_enclosure(
         self, s: ArrayLike, direction: Direction = Direction.REMOVE
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(log_m, log_error)``: ``log_m = log_mgf(s, direction)`` and ``|M(s) - exp(log_m)| <= exp(log_error)``
-        beyond float64 rounding of a closed form (``log_error = -inf`` for closed forms).
+        """``(log_m, log_error)``: ``log_m`` is ``log_mgf(s, direction)`` up to float rounding, and ``|M(s) -
+        exp(log_m)| <= exp(log_error)``, float rounding included: the closed forms' is bounded in
+        :mod:`mechanisms.closed_form_enclosures` (``n`` runs of a per-run log with an absolute error of a few ulps are
+        off by ``n`` times that, which no model of ``M``'s own rounding covers). A mechanism described by a user's
+        log characteristic function (:class:`~mechanisms.CharacteristicFunctionMechanism`) is trusted to float
+        precision: ``log_error = -inf``. The add direction's argument ``-1 - s`` is a rounded float: its offset is
+        bounded too (:meth:`_add_argument_error`).
 
         Raises
         ------
@@ -292,7 +297,7 @@ class Mechanism(abc.ABC):
             )
         arr, flat = self._argument(s, direction, "log_mgf_enclosure")
         value, error = self._log_mgf_enclosure(flat)
-        if direction is Direction.ADD and not self.log_mgf_is_closed_form:
+        if direction is Direction.ADD:
             error = np.logaddexp(error, self._add_argument_error(arr.reshape(-1).real))
         value = np.asarray(value, dtype=np.complex128).reshape(arr.shape)
         if np.isnan(value).any():
@@ -310,7 +315,8 @@ class Mechanism(abc.ABC):
         return np.asarray(widen)[inverse]
 
     def _log_mgf_enclosure(self, s):
-        """Remove direction at a 1-D complex array; closed forms have no error beyond rounding."""
+        """Remove direction at a 1-D complex array: ``(log_mgf, -inf)``, for log MGFs trusted to float precision (a
+        user's function); the library's closed forms override it with their rounding bounded."""
         return self._log_mgf(s), np.full(s.shape, -np.inf)
 
     def subsampled_log_f_enclosure(
@@ -337,10 +343,14 @@ class Mechanism(abc.ABC):
 
     def log_mgf_upper(self, s: ArrayLike, direction: Direction) -> np.ndarray:
         """A proven upper bound on ``log M(s)`` at real ``s`` (arrays; for Chernoff bounds and searches, which
-        need no more). Default: the real part of :meth:`log_mgf` (itself the upper end of an enclosure where the
-        characteristic function is enclosed). The add direction's argument ``-1 - s`` is rounded: where it is not
+        need no more). Closed forms: the upper end of :meth:`log_mgf_enclosure` (their rounding bounded). Default:
+        the real part of :meth:`log_mgf` (itself the upper end of an enclosure where the characteristic function is
+        enclosed). The add direction's argument ``-1 - s`` is rounded: where it is not
         exact, the larger of the values at the two floats around it (``log M`` is convex at real arguments)."""
         arr = np.asarray(s, dtype=np.float64)
+        if self.log_mgf_is_closed_form and self.log_mgf_is_proven:
+            # m <= |m~| + E (the enclosure: its rounding bounded, add direction's argument included)
+            return closed_form_enclosures.upper_from_enclosure(*self.log_mgf_enclosure(arr, direction))
         value = np.array(np.real(self.log_mgf(arr, direction)), dtype=np.float64)
         if direction is Direction.ADD and not self.log_mgf_is_closed_form:
             t, offset = _tilts.two_sum(-1.0, -arr)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss
+from dpledger.mechanisms import _logmath, _validate, closed_form_enclosures, loss_buckets, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.errors import MissingCapabilityError, NumericalError
 from dpledger.mechanisms.relations import Direction
@@ -184,6 +184,17 @@ class DiscretePairMechanism(Mechanism):
         terms = self.log_p[None, :] + np.asarray(s, dtype=np.complex128)[:, None] * self._loss()[None, :]
         return privacy_loss._complex_logsumexp(terms, axis=1)
 
+    def _log_mgf_enclosure(self, s):
+        """:func:`mechanisms.closed_form_enclosures.atoms_log_mgf_enclosure`; each stored log-mass within ``4u (|log
+        m| + 1)`` of the normalised pair's (as :meth:`loss_buckets` allows, doubled), each loss within the sum of its
+        two masses' errors and the subtraction's ``u``."""
+        if self.missing_mass:
+            raise _no_pair_error(self)
+        loss = self._loss()
+        mass_error = 4.0 * _logmath.EPS * (np.abs(self.log_p) + 1.0)
+        loss_error = mass_error + 4.0 * _logmath.EPS * (np.abs(self.log_q) + 1.0) + _logmath.EPS * np.abs(loss)
+        return closed_form_enclosures.atoms_log_mgf_enclosure(s, self.log_p, loss, mass_error, loss_error)
+
     def _rdp(self, orders):
         if self.missing_mass:
             return np.full(orders.shape, np.inf)
@@ -192,7 +203,9 @@ class DiscretePairMechanism(Mechanism):
         # be at or above every exact loss, or delta at it would not be 0
         slack = 8.0 * _logmath.EPS * (np.abs(self.log_p) + np.abs(self.log_q) + 2.0)
         eps_inf = float(_logmath.round_up(float(np.max(np.abs(self._loss()) + slack)), 4))
-        return _rdp_from_log_mgf(self._log_mgf, orders, eps_inf)
+        # the upper ends of the enclosure: log M's rounding, divided by alpha - 1, exceeds the slack near order 1
+        upper = lambda s: closed_form_enclosures.upper_from_enclosure(*self._log_mgf_enclosure(s))  # noqa: E731
+        return _rdp_from_log_mgf(upper, orders, eps_inf)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         if self.missing_mass:

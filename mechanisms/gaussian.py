@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from dpledger.mechanisms import (
     _logmath,
     _validate,
+    closed_form_enclosures,
     loss_buckets,
     privacy_loss,
     subsampled_gaussian_cf,
@@ -123,6 +124,13 @@ class GaussianMechanism(Mechanism):
     def _log_mgf(self, s):
         """Pair (N(sensitivity, sigma^2), N(0, sigma^2)): ``L ~ N(mu^2/2, mu^2)``, ``mu = 1/noise_multiplier``."""
         return privacy_loss.gaussian_log_mgf(s, 1.0 / self.noise_multiplier)
+
+    def _log_mgf_enclosure(self, s):
+        """:func:`mechanisms.closed_form_enclosures.gaussian_log_mgf_enclosure` with ``mu^2`` formed as ``mu mu``,
+        ``mu = 1 / (sigma / sensitivity)``: three roundings, within ``3u`` of the exact ``(sensitivity / sigma)^2``
+        (``2 eps`` allowed)."""
+        mu = 1.0 / self.noise_multiplier
+        return closed_form_enclosures.gaussian_log_mgf_enclosure(s, mu * mu, 2.0 * _logmath.EPS)
 
     def log_mgf_sup(self, real_part: float, u_min: float) -> float:
         """Exact: ``Re log M(c + iu) = mu^2 (c (c + 1) - u^2) / 2`` decreases in ``|u|``."""

@@ -8,7 +8,7 @@ import fractions
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _logmath, _validate, loss_buckets, privacy_loss
+from dpledger.mechanisms import _logmath, _validate, closed_form_enclosures, loss_buckets, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.relations import Direction
 
@@ -101,17 +101,24 @@ class LaplaceMechanism(Mechanism):
 
     def _log_mgf(self, s):
         """Pair (Laplace(sensitivity, scale), Laplace(0, scale)); closed form in :mod:`mechanisms.privacy_loss`."""
-        return privacy_loss.laplace_log_mgf(s, self.sensitivity / self.scale)
+        return privacy_loss.laplace_log_mgf(s, self.laplace_loss_ratio())
+
+    def _log_mgf_enclosure(self, s):
+        """:func:`mechanisms.closed_form_enclosures.laplace_log_mgf_enclosure` (the pair of the float ``t``, at or
+        above the exact ratio: :meth:`laplace_loss_ratio`)."""
+        return closed_form_enclosures.laplace_log_mgf_enclosure(s, self.laplace_loss_ratio())
 
     def log_mgf_sup(self, real_part: float, u_min: float) -> float:
         """``|M(c + iu)| <= A (1 + 1/|1 + 2c + 2iu|)`` with ``A = (e^(ct) + e^(-t(1+c)))/2``: the two atoms of the
         loss do not decay, the continuous part decays like ``1/u``."""
-        t, c = self.sensitivity / self.scale, real_part
+        t, c = self.laplace_loss_ratio(), real_part
         log_a = np.logaddexp(c * t, -t * (1.0 + c)) - np.log(2.0)
         return float(log_a + np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))
 
     def laplace_loss_ratio(self) -> float | None:
-        return self.sensitivity / self.scale
+        """``t = sensitivity / scale`` rounded up (exact rational rounding, :func:`mechanisms._logmath.ratio_up`): the
+        pair of a larger shift dominates, so the float pair the accountants price stays a dominating pair."""
+        return float(_logmath.ratio_up(self.sensitivity, self.scale))
 
     has_loss_buckets = True
     has_subsampled_loss_buckets = True
@@ -120,14 +127,14 @@ class LaplaceMechanism(Mechanism):
     def loss_buckets(self, edges: ArrayLike, direction: Direction) -> loss_buckets.LossBuckets:
         """Bucket masses of the Laplace loss (two atoms and a uniform-in-log part; both directions alike):
         :func:`mechanisms.loss_buckets.subsampled_laplace_buckets` at ``q = 1``."""
-        return loss_buckets.subsampled_laplace_buckets(self.sensitivity / self.scale, 1.0, edges, True)
+        return loss_buckets.subsampled_laplace_buckets(self.laplace_loss_ratio(), 1.0, edges, True)
 
     def subsampled_loss_buckets(
         self, edges: ArrayLike, direction: Direction, sampling_probability: float
     ) -> loss_buckets.LossBuckets:
         """:func:`mechanisms.loss_buckets.subsampled_laplace_buckets` of the Poisson-subsampled pair."""
         return loss_buckets.subsampled_laplace_buckets(
-            self.sensitivity / self.scale, sampling_probability, edges, direction is Direction.REMOVE)
+            self.laplace_loss_ratio(), sampling_probability, edges, direction is Direction.REMOVE)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         return privacy_loss.laplace_output_quadrature(self.sensitivity / self.scale, max_frequency)

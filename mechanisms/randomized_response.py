@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from dpledger.mechanisms import _validate, privacy_loss, two_point
+from dpledger.mechanisms import _validate, closed_form_enclosures, privacy_loss, two_point
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.custom_pairs import DiscretePairMechanism
 from dpledger.mechanisms.errors import MissingCapabilityError
@@ -51,18 +51,27 @@ class RandomizedResponse(Mechanism):
     def _rdp(self, orders):
         return two_point.randomized_response_rdp(orders, self.dominating_randomized_response())
 
+    def _loss_up(self):
+        """``E = |log(p / (1 - p))|`` as a float at or above it (:meth:`two_point_loss`): the pair of a larger ``E``
+        dominates, so the proven paths price it; MissingCapabilityError at ``p`` 0 or 1."""
+        self._log_mgf(np.zeros(1))  # p in (0, 1), or MissingCapabilityError
+        return self.two_point_loss()
+
     def _log_mgf(self, s):
-        """Pair (Bernoulli(p), Bernoulli(1 - p)); the loss takes the two values +-log(p/(1-p))."""
+        """Pair (Bernoulli(p), Bernoulli(1 - p)); the loss takes the two values +-log(p/(1-p)) (to nearest)."""
         if self.p in (0.0, 1.0):
             raise MissingCapabilityError(
                 f"RandomizedResponse(p={self.p}) releases the bit: its privacy loss is infinite."
             )
         return privacy_loss.bernoulli_log_mgf(s, np.log(self.p) - np.log1p(-self.p))
 
+    def _log_mgf_enclosure(self, s):
+        """:func:`mechanisms.closed_form_enclosures.bernoulli_log_mgf_enclosure` of the dominating pair with loss
+        :meth:`two_point_loss` (at or above the exact loss; :meth:`_log_mgf`'s to nearest may lie below it)."""
+        return closed_form_enclosures.bernoulli_log_mgf_enclosure(s, self._loss_up())
+
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
-        if self.p in (0.0, 1.0):
-            self._log_mgf(np.zeros(1))
-        return privacy_loss.bernoulli_output_quadrature(np.log(self.p) - np.log1p(-self.p))
+        return privacy_loss.bernoulli_output_quadrature(self._loss_up())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -106,6 +115,10 @@ class PureDPMechanism(Mechanism):
     def _log_mgf(self, s):
         """Randomized response with ``p = e^eps / (1 + e^eps)`` dominates every eps-DP mechanism."""
         return privacy_loss.bernoulli_log_mgf(s, self.epsilon)
+
+    def _log_mgf_enclosure(self, s):
+        """:func:`mechanisms.closed_form_enclosures.bernoulli_log_mgf_enclosure` (loss ``+-epsilon``)."""
+        return closed_form_enclosures.bernoulli_log_mgf_enclosure(s, self.epsilon)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         return privacy_loss.bernoulli_output_quadrature(self.epsilon)
@@ -162,6 +175,10 @@ class KaryRandomizedResponse(Mechanism):
     def _log_mgf(self, s):
         pair = self._pair()
         return np.zeros(np.shape(s), dtype=np.complex128) if pair is None else pair._log_mgf(s)
+
+    def _log_mgf_enclosure(self, s):
+        pair = self._pair()
+        return Mechanism._log_mgf_enclosure(self, s) if pair is None else pair._log_mgf_enclosure(s)
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         pair = self._pair()

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _logmath, _tilts, _validate, loss_buckets, privacy_loss, subsampled_rdp, two_point
+from dpledger.mechanisms import (
+    _logmath,
+    _tilts,
+    _validate,
+    closed_form_enclosures,
+    loss_buckets,
+    privacy_loss,
+    subsampled_rdp,
+    two_point,
+)
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.relations import Direction
@@ -356,9 +365,13 @@ class PoissonSubsampled(Mechanism):
         """A cheap proven upper bound on ``log M(s)`` at real ``s``: for the remove direction of a Gaussian base and
         ``s > 0``, ``s eps(1 + s)`` from the RDP curve (``log M(s) = s D_(1+s)(P || Q)``; thesis Thm 2.3.4's bound,
         exact at integer orders and within about 5e-7 relative at fractional ones), a thousandth of the
-        enclosure's cost; otherwise :meth:`Mechanism.log_mgf_upper`."""
+        enclosure's cost; for a two-point base, the upper end of :meth:`_atoms_enclosure`; otherwise
+        :meth:`Mechanism.log_mgf_upper`."""
         from dpledger.mechanisms.relations import Direction
 
+        if 0.0 < self.sampling_probability < 1.0 and self._two_point_base():
+            # the upper end of the atoms' enclosure (its rounding bounded), the add direction's argument included
+            return closed_form_enclosures.upper_from_enclosure(*self.log_mgf_enclosure(np.asarray(s, float), direction))
         if not (self.mechanism.has_subsampled_enclosure and direction is Direction.REMOVE
                 and 0.0 < self.sampling_probability < 1.0):
             return Mechanism.log_mgf_upper(self, s, direction)
@@ -432,13 +445,34 @@ class PoissonSubsampled(Mechanism):
         return value.reshape(np.shape(s)), error.reshape(np.shape(s))
 
     def _log_mgf_enclosure(self, s):
-        """Proven for a Gaussian base (its enclosure) and two-point bases (finite sums: rounding only)."""
+        """Proven for a Gaussian base (its enclosure) and two-point bases (finite sums, their rounding bounded:
+        :meth:`_atoms_enclosure`)."""
         q = self.sampling_probability
         if q == 1.0:
             return self.mechanism._log_mgf_enclosure(s)
         if q != 0.0 and self.mechanism.has_subsampled_enclosure:
             return self._enclosure(s)
+        if q != 0.0 and self._two_point_base():
+            return self._atoms_enclosure(s)
         return Mechanism._log_mgf_enclosure(self, s)
+
+    def _atoms_enclosure(self, s):
+        """``(log M~, log E)`` of the remove direction for a base whose loss has atoms only (thesis Thm 3.3.5(1)):
+        ``M(s) = sum_j B_j e^((1 + s) r_j) = sum_j e^((log B_j + r_j) + s r_j)``, ``r_j = log(1 - g + g e^(l_j))``,
+        a discrete pair's, by :func:`mechanisms.closed_form_enclosures.atoms_log_mgf_enclosure`.
+
+        The floats: each ``r_j`` (``logaddexp`` of ``log1p(-g)`` and ``log g + l_j``) within ``2 eps`` of the sum of
+        its parts' magnitudes; the base's ``log B_j`` within ``2 eps (|log B_j| + |l_j| + 1)`` (for the two-point
+        base, ``log p* = -log1p(e^-E)`` and ``log p* - E``); each sum ``log B_j + r_j`` within ``u`` of itself."""
+        q = self.sampling_probability
+        quadrature = self.mechanism._output_quadrature(0.0, (0.0, 0.0), q)
+        log_w, loss = quadrature.log_weights[: quadrature.atoms], quadrature.log_ratio[: quadrature.atoms]
+        log_keep, log_q = np.log1p(-q), np.log(q)
+        r = np.logaddexp(log_keep, log_q + loss)
+        r_error = 2.0 * _logmath.EPS * (abs(log_keep) + abs(log_q) + np.abs(loss) + np.abs(r) + 1.0)
+        a = log_w + r
+        a_error = 2.0 * _logmath.EPS * (np.abs(log_w) + np.abs(loss) + np.abs(a) + 1.0) + r_error
+        return closed_form_enclosures.atoms_log_mgf_enclosure(s, a, r, a_error, r_error)
 
     def remove_body(self, log_mass: float) -> RemoveBody | None:
         """The body of the remove-direction law whose tail has mass at most ``e^log_mass``

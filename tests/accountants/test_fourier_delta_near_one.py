@@ -65,15 +65,25 @@ def test_laplace_ledger_near_its_mean_loss_still_inverts():
     assert 0.967 < bounds.lower < bounds.upper < 0.9671
 
 
-def test_the_closed_forms_rounding_lowers_the_lower_end_and_grows_with_the_runs():
-    """``LaplaceSplit.rounding_scale`` is the sum over runs of (largest loss + 2): Laplace scale 2 (loss 1/2) x 1000
-    and randomized response p = 0.75 (loss log 3) x 50. The complement bound's lower end moves down with it."""
-    from dpledger.mechanisms import RandomizedResponse
+def test_the_complement_bound_uses_upper_bounds_on_log_m_that_cover_the_closed_forms_rounding():
+    """The complement Chernoff bound takes ``log M(-a)`` from the ledger's real-axis upper bounds, which include the
+    closed forms' rounding (mechanisms.closed_form_enclosures): Laplace scale 2 (loss 1/2) x 1000 and randomized
+    response p = 0.75 x 50 against mpmath at 50 digits, above the exact value by at most a few hundred ulps per run."""
+    import mpmath
+
+    from dpledger.mechanisms import Direction, RandomizedResponse
 
     accountant = FourierAccountant().compose(LaplaceMechanism(scale=2.0), 1000).compose(RandomizedResponse(p=0.75), 50)
-    split = accountant._laplace_split()
-    assert split.rounding_scale == pytest.approx(1000 * 2.5 + 50 * (np.log(3.0) + 2.0), rel=1e-12)
-    lm = _gaussian(20.0)
-    plain = complement_chernoff_bounds(lm, 50.0, 1e-6)
-    rounded = complement_chernoff_bounds(lm, 50.0, 1e-6, rounding=0.1)
-    assert rounded.lower < plain.lower and 1.0 - rounded.lower > (1.0 - plain.lower) * np.exp(0.1) * (1 - 1e-3)
+    a = np.array([0.01, 0.3, 0.49, 0.77, 0.99])
+    upper = np.real(accountant._direction_log_mgf(Direction.REMOVE)((-a).astype(np.complex128)))
+    e = float(RandomizedResponse(p=0.75).two_point_loss())
+    with mpmath.workdps(50):
+        t = mpmath.mpf(0.5)
+        p = 1 / (1 + mpmath.exp(-mpmath.mpf(e)))
+        for s_, bound in zip(-a, upper):
+            s = mpmath.mpf(s_)
+            low, high = mpmath.exp(-t * (1 + s)), mpmath.exp(s * t)
+            lap = (low + high) / 2 + (high - low) / (2 * (1 + 2 * s))
+            rr = p * mpmath.exp(s * e) + (1 - p) * mpmath.exp(-s * e)
+            exact = float(1000 * mpmath.log(lap) + 50 * mpmath.log(rr))
+            assert exact <= bound <= exact + 1050 * 1e-13

@@ -94,8 +94,9 @@ def test_general_bases_get_the_unamplified_composition_in_both_accountants():
     g = GaussianMechanism(sigma=2.0)
     two = RandomAllocation(g, steps=5, selections=2)
     assert two.rdp(3.0) == 2 * g.rdp(3.0) * (1 + 1e-15)
-    assert FourierAccountant().compose(two, count=3).get_epsilon(1e-5) == \
-        FourierAccountant().compose(g, count=6).get_epsilon(1e-5)
+    # the same law; the composed mechanism's enclosure carries its own rounding bound (a few ulps apart)
+    assert FourierAccountant().compose(two, count=3).get_epsilon(1e-5) == pytest.approx(
+        FourierAccountant().compose(g, count=6).get_epsilon(1e-5), rel=1e-13)
     with pytest.raises(MissingCapabilityError, match="Gaussian"):
         m.epsilon_lower_bound(1e-5)
     with pytest.raises(MissingCapabilityError, match="selections = 1"):
