@@ -5,9 +5,7 @@ The values are mpmath's alone (the library is imported only to read a mechanism'
 ``exp(n log M)`` is used) of ONE run of the pair that the float code represents, its float parameters taken as exact
 binary numbers (a float ``E`` is the loss of the pair, not a rounding of some decimal):
 
-* Gaussian, ``L ~ N(mu2/2, mu2)``: ``log M(s) = mu2 s (s + 1) / 2``, ``mu2 = mu^2`` with the float ``mu = 1 /
-  noise_multiplier`` of ``GaussianMechanism._log_mgf``, or ``mu2 = 1 / noise_multiplier^2`` exactly where the
-  accountant merges Gaussians (``sum n / noise^2``);
+* Gaussian, ``L ~ N(mu^2/2, mu^2)``: ``log M(s) = mu^2 s (s + 1) / 2``;
 * two-point (randomized response, pure DP), loss ``+-E`` with ``p* = 1 / (1 + e^-E)``:
   ``M(s) = p* e^(sE) + (1 - p*) e^(-sE)``;
 * Laplace with ``t = sensitivity / scale``: ``M(s) = A(s) + C(s)``, the atoms ``A(s) = (e^(-t(1+s)) + e^(st)) / 2``
@@ -20,6 +18,8 @@ binary numbers (a float ``E`` is the loss of the pair, not a rounding of some de
 
 :func:`compare` measures ``|M(s)^n - exp(log_m)|`` (the exact ``M`` to ``DPS`` digits, ``log_m`` a float result) in
 log space, so ``M`` far below the float range (``e^-10^6``) and huge phases (``n Im log M ~ 10^10``) are exact too.
+
+:func:`one_run` maps a mechanism to the pair its enclosure documents (rounded-up losses, the exact Gaussian ratio).
 
 Running ``python -m tests.oracles.closed_form_mgf`` prints the worst ratios of the report (see :func:`main`).
 """
@@ -41,12 +41,11 @@ def mpc(z):
     return mp.mpc(mp.mpf(z.real), mp.mpf(z.imag))
 
 
-def log_gaussian(s, noise_multiplier=None, mu=None):
-    """``mu2 s (s + 1) / 2`` with ``mu2 = 1 / noise_multiplier^2`` (the float noise multiplier exact: the accountant's
-    merged ``sum n / noise^2``) or ``mu2 = mu^2`` (the float ``mu`` exact: the mechanism's own ``1 / noise``)."""
+def log_gaussian(s, mu):
+    """``mu^2 s (s + 1) / 2`` (``mu`` a float or an ``mpf``, taken exactly)."""
     with mp.workdps(DPS):
-        mu2 = 1 / mp.mpf(float(noise_multiplier)) ** 2 if mu is None else mp.mpf(float(mu)) ** 2
-        return mu2 * s * (s + 1) / 2
+        mu = mp.mpf(mu)
+        return mu * mu * s * (s + 1) / 2
 
 
 def log_two_point(s, e):
@@ -157,43 +156,60 @@ def compare(log_exact, n, log_m, log_err):
         }
 
 
-def one_run(mechanism, s, remove=True, accountant=False):
-    """``log M(s)`` of one run of ``mechanism`` as the code represents its pair: the parameters of its own
-    ``_log_mgf`` (``accountant=False``: ``SelfComposed`` and ``Composed`` call it) or of
-    ``FourierAccountant._compile`` (``accountant=True``: a two-point loss is then ``two_point_loss()``, rounded
-    up, where randomized response's own closed form uses ``log(p) - log1p(-p)`` to nearest). ``s`` an ``mpc``."""
+def one_run(mechanism, s, remove=True):
+    """``log M(s)`` of one run of ``mechanism``'s dominating pair as the code documents it (``s`` an ``mpc``):
+
+    * Gaussian: ``mu2 = (sensitivity / sigma)^2`` exactly (the enclosures allow for ``1 / noise_multiplier`` and the
+      accountant's ``sum n / noise^2``);
+    * Laplace: ``t = laplace_loss_ratio()``, ``sensitivity / scale`` rounded up (a larger shift dominates);
+    * randomized response: ``E = two_point_loss()``, ``|log(p / (1 - p))|`` rounded up (a larger loss dominates);
+      pure DP: ``E = epsilon``; their Poisson-subsampled pairs with that ``E``;
+    * k-ary randomized response: the exact three-point pair of its float ``noise_parameter`` and ``num_buckets``
+      (:func:`log_kary`), not the pair of its rounded log-masses;
+    * a discrete pair: its stored log-masses, normalised exactly (:func:`log_discrete_normalised`)."""
     from dpledger import mechanisms as m
 
     if isinstance(mechanism, m.GaussianMechanism):
-        if accountant:
-            return log_gaussian(s, noise_multiplier=mechanism.noise_multiplier)
-        return log_gaussian(s, mu=1.0 / mechanism.noise_multiplier)
+        with mp.workdps(DPS):
+            return log_gaussian(s, mp.mpf(float(mechanism.sensitivity)) / mp.mpf(float(mechanism.sigma)))
     if isinstance(mechanism, m.LaplaceMechanism):
-        return log_laplace(s, mechanism.sensitivity / mechanism.scale)
+        return log_laplace(s, mechanism.laplace_loss_ratio())
     if isinstance(mechanism, (m.RandomizedResponse, m.PureDPMechanism)):
-        return log_two_point(s, two_point_parameter(mechanism, accountant))
+        return log_two_point(s, two_point_parameter(mechanism))
     if isinstance(mechanism, m.KaryRandomizedResponse):
-        pair = mechanism._pair()
-        return log_discrete(s, pair.log_p, pair.log_q)
+        return log_kary(s, mechanism.noise_parameter, mechanism.num_buckets)
     if isinstance(mechanism, m.DiscretePairMechanism):
-        return log_discrete(s, mechanism.log_p, mechanism.log_q)
+        return log_discrete_normalised(s, mechanism.log_p, mechanism.log_q)
     if isinstance(mechanism, m.PoissonSubsampled):
         base = mechanism.mechanism
         if isinstance(base, (m.RandomizedResponse, m.PureDPMechanism)):
-            return log_subsampled_two_point(s, two_point_parameter(base, False), mechanism.sampling_probability,
-                                            remove)
+            return log_subsampled_two_point(s, two_point_parameter(base), mechanism.sampling_probability, remove)
     raise TypeError(f"no closed-form oracle for {mechanism!r}")
 
 
-def two_point_parameter(mechanism, accountant):
-    """The loss ``E`` of a two-point mechanism's pair as the code uses it (:func:`one_run`)."""
-    from dpledger import mechanisms as m
+def two_point_parameter(mechanism):
+    """The loss ``E`` of a two-point mechanism's dominating pair as the code prices it (:func:`one_run`)."""
+    return float(mechanism.two_point_loss())
 
-    if accountant:
-        return mechanism.two_point_loss()
-    if isinstance(mechanism, m.RandomizedResponse):
-        return abs(float(np.log(mechanism.p) - np.log1p(-mechanism.p)))
-    return float(mechanism.epsilon)
+
+def log_discrete_normalised(s, log_p, log_q):
+    """:func:`log_discrete` of the pair ``exp(log_p) / sum exp(log_p)``, ``exp(log_q) / sum exp(log_q)`` (exactly)."""
+    with mp.workdps(DPS):
+        keep = [(mp.mpf(float(a)), mp.mpf(float(b))) for a, b in zip(log_p, log_q)
+                if math.isfinite(a) and math.isfinite(b)]
+        shift_p = mp.log(mp.fsum(mp.exp(a) for a, _ in keep))
+        shift_q = mp.log(mp.fsum(mp.exp(b) for _, b in keep))
+        return _log(mp.fsum(mp.exp((a - shift_p) + s * ((a - shift_p) - (b - shift_q))) for a, b in keep))
+
+
+def log_kary(s, noise_parameter, num_buckets):
+    """k-ary randomized response (dp_accounting's): ``a = 1 - p + p / k``, ``b = p / k``, the pair ``(a, b, (k - 2) b)``
+    against ``(b, a, (k - 2) b)`` (the ``k - 2`` outcomes where they agree merged), exactly from the float ``p``."""
+    with mp.workdps(DPS):
+        p, k = mp.mpf(float(noise_parameter)), int(num_buckets)
+        a, b = 1 - p + p / k, p / k
+        # the merged outcome has loss 0: its term is its mass whatever s is
+        return _log(a * (a / b) ** s + b * (b / a) ** s + (k - 2) * b)
 
 
 # ---------------------------------------------------------------- the report (not a test)
@@ -267,7 +283,7 @@ def scan_plan_nodes(entries, epsilons):
         actual, allowed = [], []
         for point, value, error in zip(s, np.ravel(log_m), np.ravel(log_err)):
             with mp.workdps(DPS):
-                exact = mp.fsum(n * one_run(m, mpc(point), accountant=True) for m, n in entries)
+                exact = mp.fsum(n * one_run(m, mpc(point)) for m, n in entries)
             result = compare(exact, 1, value, error)
             _worst(rows, result, point)
             # the node's weight in the contour sum, e^(-kappa eps) (common to a plan) aside
@@ -294,7 +310,7 @@ def scan_split(scale, n, p=0.6, m=0, kappas=(0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0
     if m:
         acct.compose(RandomizedResponse(p=p), m)
     split = laplace_split(acct._compile())
-    lap = [(LaplaceMechanism(scale=scale).laplace_loss_ratio(), n)]
+    lap = [(LaplaceMechanism(scale=scale).laplace_loss_ratio(), n)]  # t rounded up, as the split prices it
     two = [(RandomizedResponse(p=p).two_point_loss(), m)] if m else []
     rows, bad = {}, 0
     for kappa in kappas:
@@ -331,7 +347,7 @@ def main():
     def gauss(noise):
         return lambda n: math.sqrt(600.0 * math.log(10.0)) * noise / math.sqrt(n)
 
-    rr6 = abs(float(np.log(0.6) - np.log1p(-0.6)))
+    rr6 = RandomizedResponse(p=0.6).two_point_loss()
     cases = [
         ("Gaussian(sigma=1.1)", GaussianMechanism(sigma=1.1), gauss(1.1), None),
         ("Gaussian(sigma=10, sensitivity=3)", GaussianMechanism(sigma=10.0, sensitivity=3.0), gauss(10 / 3), None),
