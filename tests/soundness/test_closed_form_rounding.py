@@ -52,8 +52,9 @@ from tests.soundness._cases import budget, record
 
 #: Dampings the plans use (exact tilts: ``1 + kappa`` exact) and complement dampings in (-1, 0).
 KAPPAS = (0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0.75)
-#: The line of the symmetric pairs' zeros, and tiny dampings (as ``exact_tilt`` moves them) where a run's log is tiny.
-ADVERSARIAL_KAPPAS = (-0.5, (1.0 + 1e-3) - 1.0, (1.0 + 1e-6) - 1.0)
+#: The line of the symmetric pairs' zeros, tiny dampings (as ``exact_tilt`` moves them) where a run's log is tiny, and
+#: dampings whose ``1 + kappa`` and ``-1 - kappa`` are rounded (the add direction's argument is then inexact).
+ADVERSARIAL_KAPPAS = (-0.5, (1.0 + 1e-3) - 1.0, (1.0 + 1e-6) - 1.0, 1e-3, 0.1, -0.3)
 RUNS = (1, 10, 100, 10**3, 10**4, 10**5, 10**6)
 #: ``v`` where a Gaussian of ``mu2 = 1`` has ``|M(kappa + iv)| = 1e-300 M(kappa)``: ``sqrt(2 * 300 log 10)``.
 GAUSSIAN_REACH = math.sqrt(600.0 * math.log(10.0))
