@@ -4,7 +4,8 @@ Contract (mechanisms/base.py): ``log_mgf_enclosure(s, direction) -> (log_m, log_
 exp(log_err)``. ``n`` runs of a closed form are computed as ``n`` times the per-run log, which carries an absolute
 rounding of a few ulps even where it is small (cancellation, numpy's complex ``log1p`` and ``expm1``) and a phase
 error of a few ulps of ``|Im s| |loss|`` at high frequencies, so ``|M^n - exp(log_m)|`` can reach ``n u |M^n|`` and
-more. Checked here, with the exact ``M`` of the pair the float code represents (tests/oracles/closed_form_mgf.py):
+more. Checked here, with the exact ``M`` of the dominating pair each enclosure documents (its float parameters
+exact; losses rounded up where the code rounds them up: :func:`tests.oracles.closed_form_mgf.one_run`):
 
 * ``SelfComposed(m, n).log_mgf_enclosure(s, REMOVE)`` (and ADD for the subsampled pairs, which are not symmetric)
   for every closed form: Gaussian, Laplace, randomized response, pure DP, k-ary randomized response, discrete
@@ -334,7 +335,7 @@ def test_accountant_ledgers(name, n, kappa, fracs):
 @pytest.mark.parametrize("n", [10**3, 10**5])
 def test_accountant_at_its_own_nodes(n):
     """The known failing case, Gaussian x 10 + RR(0.6) x n, at the nodes the accountant's plans evaluate for
-    ``get_delta`` near the mean loss (up to 300 of them per plan, evenly spread)."""
+    ``get_delta`` four standard deviations above the mean loss (up to 300 of them per plan, evenly spread)."""
     entries = LEDGERS["Gaussian x 10 + RR(0.6) x n"](n)
     acct = _accountant(entries)
     seen = []
