@@ -74,47 +74,41 @@ def test_randomized_response_with_a_small_loss_many_runs_against_mpmath(runs):
     value, log_err = PureDPMechanism(epsilon=e).log_mgf_enclosure(s, Direction.REMOVE)
     composed = _logmath.log_product_error([(runs, value, log_err)])
     with mpmath.workdps(60):
-        p = 1 / (1 + mpmath.exp(-mpmath.mpf(e)))
         for si, vi, ei in zip(s, value, composed):
-            z = mpmath.mpc(si.real, si.imag)
-            exact = (p * mpmath.exp(z * e) + (1 - p) * mpmath.exp(-z * e)) ** runs
+            exact = _bernoulli_m(mpmath.mpc(si.real, si.imag), mpmath.mpf(e)) ** runs
             assert _contains(exact, runs * vi, ei)
 
 
 _TILTS = st.sampled_from([0.02, 0.25, 1.0, 4.0, -0.25, -0.75, -1.5])
 
 
-@given(kappa=_TILTS, v=st.floats(0.0, 2e3), t=st.floats(1e-3, 5.0))
-def test_laplace_enclosure_contains_mpmath(kappa, v, t):
-    s = np.array([complex(kappa, v)])
-    value, log_err = closed_form_enclosures.laplace_log_mgf_enclosure(s, t)
+def _bernoulli_m(z, e):
+    p = 1 / (1 + mpmath.exp(-e))
+    return p * mpmath.exp(z * e) + (1 - p) * mpmath.exp(-z * e)
+
+
+#: name -> (enclosure, exact M at mpmath arguments, the parameter's range)
+_FORMS = {
+    "laplace": (closed_form_enclosures.laplace_log_mgf_enclosure, _laplace_m, (1e-3, 5.0)),
+    "bernoulli": (closed_form_enclosures.bernoulli_log_mgf_enclosure, _bernoulli_m, (1e-6, 8.0)),
+    "gaussian": (closed_form_enclosures.gaussian_log_mgf_enclosure,
+                 lambda z, mu2: mpmath.exp(mu2 * z * (z + 1) / 2), (1e-4, 1e4)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+@given(kappa=_TILTS, v=st.floats(0.0, 1e4), fraction=st.floats(0.0, 1.0))
+def test_enclosure_contains_mpmath(form, kappa, v, fraction):
+    enclosure, exact_m, (low, high) = _FORMS[form]
+    parameter = float(low * (high / low) ** fraction)  # log-uniform over the range
+    value, log_err = enclosure(np.array([complex(kappa, v)]), parameter)
     with mpmath.workdps(50):
         z = mpmath.mpc(kappa, v)
-        tt = mpmath.mpf(t)
-        if abs(1 + 2 * z) == 0:
-            return
-        assert _contains(_laplace_m(z, tt), value[0], log_err[0])
-
-
-@given(kappa=_TILTS, v=st.floats(0.0, 1e4), e=st.floats(1e-6, 8.0))
-def test_bernoulli_enclosure_contains_mpmath(kappa, v, e):
-    s = np.array([complex(kappa, v)])
-    value, log_err = closed_form_enclosures.bernoulli_log_mgf_enclosure(s, e)
-    with mpmath.workdps(50):
-        z = mpmath.mpc(kappa, v)
-        p = 1 / (1 + mpmath.exp(-mpmath.mpf(e)))
-        assert _contains(p * mpmath.exp(z * e) + (1 - p) * mpmath.exp(-z * e), value[0], log_err[0])
-
-
-@given(kappa=_TILTS, v=st.floats(0.0, 1e3), mu2=st.floats(1e-4, 1e4))
-def test_gaussian_enclosure_contains_mpmath(kappa, v, mu2):
-    s = np.array([complex(kappa, v)])
-    value, log_err = closed_form_enclosures.gaussian_log_mgf_enclosure(s, mu2)
-    with mpmath.workdps(50):
-        z = mpmath.mpc(kappa, v)
-        exact = mpmath.exp(mpmath.mpf(mu2) * z * (z + 1) / 2)
+        if form == "laplace" and abs(1 + 2 * z) == 0:
+            return  # a removable singularity of the formula (its limit is finite)
+        exact = exact_m(z, mpmath.mpf(parameter))
         if abs(exact) < mpmath.mpf(10) ** -300:
-            return  # below the float range: its value underflows and the bound says nothing finer
+            return  # below the float range: the value underflows and the bound says nothing finer
         assert _contains(exact, value[0], log_err[0])
 
 
@@ -164,11 +158,10 @@ def test_accountant_node_enclosure_of_gaussians_and_randomized_response_contains
     s = 2.0 + 1j * np.linspace(0.0, 40.0, 41)
     value, log_err = accountant._log_mgf_enclosure(s, Direction.REMOVE)
     with mpmath.workdps(60):
-        p = 1 / (1 + mpmath.exp(-mpmath.mpf(e)))
         mu2 = 10 / mpmath.mpf(9)
         for si, vi, ei in zip(s, value, log_err):
             z = mpmath.mpc(si.real, si.imag)
-            exact = mpmath.exp(mu2 * z * (z + 1) / 2) * (p * mpmath.exp(z * e) + (1 - p) * mpmath.exp(-z * e)) ** 10**5
+            exact = mpmath.exp(mu2 * z * (z + 1) / 2) * _bernoulli_m(z, mpmath.mpf(e)) ** 10**5
             assert _contains(exact, vi, ei)
 
 
