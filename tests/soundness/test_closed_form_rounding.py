@@ -7,10 +7,10 @@ error of a few ulps of ``|Im s| |loss|`` at high frequencies, so ``|M^n - exp(lo
 more. Checked here, with the exact ``M`` of the dominating pair each enclosure documents (its float parameters
 exact; losses rounded up where the code rounds them up: :func:`tests.oracles.closed_form_mgf.one_run`):
 
-* ``SelfComposed(m, n).log_mgf_enclosure(s, REMOVE)`` (and ADD for the subsampled pairs, which are not symmetric)
-  for every closed form: Gaussian, Laplace, randomized response, pure DP, k-ary randomized response, discrete
-  pairs, Poisson-subsampled randomized response and pure DP (Poisson-subsampled Laplace has no proven
-  characteristic function: :func:`test_subsampled_laplace_has_no_enclosure`);
+* ``SelfComposed(m, n).log_mgf_enclosure(s, REMOVE)`` and ``Composed`` of several of them (and ADD for the
+  subsampled pairs, which are not symmetric) for every closed form: Gaussian, Laplace, randomized response, pure
+  DP, k-ary randomized response, discrete pairs, Poisson-subsampled randomized response and pure DP
+  (Poisson-subsampled Laplace has no proven characteristic function: :func:`test_subsampled_laplace_has_no_enclosure`);
 * ``FourierAccountant._log_mgf_enclosure`` of composed ledgers (Gaussians and two-point losses merged as the
   accountant compiles them), at random points and at the nodes its own plans evaluate;
 * the Laplace split's rest ``R = M - D`` (:func:`accountants._fourier_atoms.laplace_split`): its ``node_enclosure``
@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from dpledger.accountants import FourierAccountant
 from dpledger.accountants._fourier_atoms import laplace_split
 from dpledger.mechanisms import (
+    Composed,
     Direction,
     DiscretePairMechanism,
     GaussianMechanism,
@@ -174,6 +175,22 @@ def test_self_composed_discrete_pair(case, kappa, fracs):
 def test_self_composed_subsampled_two_point(mechanism, kappa, fracs, direction):
     record("closed-form rounding: subsampled two-point")
     _check_self_composed(mechanism, kappa, fracs, direction)
+
+
+@budget(30)
+@given(st.lists(st.tuples(st.one_of(gaussians, laplaces, two_points, subsampled), st.sampled_from(RUNS)),
+                min_size=2, max_size=4), kappas, fractions)
+def test_composed_self_composed_parts(parts, kappa, fracs):
+    """``Composed`` of several ``SelfComposed`` closed forms: the parts' enclosures combined once more by
+    ``log_product_error``."""
+    record("closed-form rounding: Composed")
+    mechanism = Composed([SelfComposed(m, count=n) for m, n in parts])
+    s = kappa + 1j * min(_top(m, n) for m, n in parts) * np.array(fracs)
+    log_m, log_err = mechanism.log_mgf_enclosure(s, Direction.REMOVE)
+    for point, value, error in zip(s, np.ravel(log_m), np.ravel(log_err)):
+        with mp.workdps(oracle.DPS):
+            exact = mp.fsum(n * oracle.one_run(m, oracle.mpc(point)) for m, n in parts)
+        _assert_within(exact, 1, value, error, f"{mechanism!r} at s = {point}")
 
 
 #: Worst points of the scan (``python -m tests.oracles.closed_form_mgf``) on the code before per-run rounding bounds,
