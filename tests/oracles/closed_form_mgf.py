@@ -300,7 +300,7 @@ def scan_plan_nodes(entries, epsilons):
 
 
 def scan_split(scale, n, p=0.6, m=0, kappas=(0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0.75)):
-    """``{ratio: (worst, s)}`` of the Laplace split's rest (``node_enclosure`` or ``node_log``) for Laplace(scale) x n
+    """``{ratio: (worst, s)}`` of the Laplace split's rest (``node_enclosure``) for Laplace(scale) x n
     (+ RR(p) x m), and the number of points where its value is not finite."""
     from dpledger.accountants import FourierAccountant
     from dpledger.accountants._fourier_atoms import laplace_split
@@ -315,9 +315,8 @@ def scan_split(scale, n, p=0.6, m=0, kappas=(0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0
     rows, bad = {}, 0
     for kappa in kappas:
         s = kappa + 1j * _frequencies(1e4 * scale)
-        enclosure = getattr(split, "node_enclosure", None)
         with np.errstate(all="ignore"):
-            log_r, log_e = enclosure(s) if enclosure is not None else (split.node_log(s), np.full(s.shape, -np.inf))
+            log_r, log_e = split.node_enclosure(s)
         for point, value, error in zip(s, log_r, np.broadcast_to(log_e, s.shape)):
             if not np.isfinite(value):
                 bad += 1
@@ -391,7 +390,7 @@ def main():
         print(_line(f"Gaussian x 10 + RR(0.6) x {n} ({count} nodes)", rows), flush=True)
         print(f"    worst plan: sum of node errors / the inversion's rounding term {plan[0]:.3g} (kappa, nodes, "
               f"epsilon = {plan[1]})", flush=True)
-    print("Laplace split's rest R = M - D (node_enclosure, else node_log)")
+    print("Laplace split's rest R = M - D (node_enclosure)")
     for scale, n, m in ((2.0, 1, 0), (2.0, 100, 0), (2.0, 10**3, 0), (2.0, 10**4, 0), (1.0, 10**3, 100),
                         (0.5, 10**3, 0)):
         rows, bad = scan_split(scale, n, m=m)

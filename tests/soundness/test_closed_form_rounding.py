@@ -14,7 +14,7 @@ exact; losses rounded up where the code rounds them up: :func:`tests.oracles.clo
 * ``FourierAccountant._log_mgf_enclosure`` of composed ledgers (Gaussians and two-point losses merged as the
   accountant compiles them), at random points and at the nodes its own plans evaluate;
 * the Laplace split's rest ``R = M - D`` (:func:`accountants._fourier_atoms.laplace_split`): its ``node_enclosure``
-  ``(log R~, log E)`` where it exists, otherwise its ``node_log`` with no error bound.
+  ``(log R~, log E)``.
 
 Points ``s = kappa + iv``: the plans' exact dampings and complement dampings, the line ``Re s = -1/2`` (zeros of
 the symmetric pairs' ``M``), tiny dampings (tiny per-run logs); ``v`` from 0 to where a Gaussian's ``|M|`` falls to
@@ -381,13 +381,9 @@ SPLIT_KAPPAS = (0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0.75)  # not -1/2: A has zeros
 
 
 def _split_values(split, s):
-    """``(log R~, log E)``: ``node_enclosure`` where the split has it, else ``node_log`` with no error (``-inf``)."""
-    enclosure = getattr(split, "node_enclosure", None)
-    if enclosure is not None:
-        log_r, log_e = enclosure(s)
-        return np.asarray(log_r), np.broadcast_to(np.asarray(log_e, dtype=np.float64), s.shape)
-    with np.errstate(all="ignore"):
-        return np.asarray(split.node_log(s)), np.full(s.shape, -np.inf)
+    """``(log R~, log E)`` from the split's ``node_enclosure``."""
+    log_r, log_e = split.node_enclosure(s)
+    return np.asarray(log_r), np.broadcast_to(np.asarray(log_e, dtype=np.float64), s.shape)
 
 
 def _split_case(scale, n, p, m):
