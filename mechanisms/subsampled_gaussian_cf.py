@@ -69,8 +69,10 @@ at the cut: at ``a = 1 + 1e4`` it is ``[-14, c]``. The body's decay bound is in
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import math
+import os
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -383,6 +385,35 @@ def _term_errors(x, r, h, log_w, log_c, abs_a, peak, v_top, g, mu):
             + z_abs * _r_error(x, r, g, mu) + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
 
 
+#: Lines of at least this many frequencies spread their groups over two threads (numpy's FFT, ufuncs and
+#: reductions release the GIL; each group writes its own entries, so the result is the serial one bit for bit).
+_THREADED_LINE = 16384
+_POOL = None
+
+
+def _forget_pool():
+    """A forked child inherits the pool's state but not its threads (work submitted there would never run)."""
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _run_groups(work, plans, size):
+    """``work(plan)`` for every group: on two threads for long lines (largest groups first), else in turn."""
+    global _POOL
+    if size < _THREADED_LINE or len(plans) < 2:
+        for plan in plans:
+            work(plan)
+        return
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpledger-cf")
+    order = sorted(plans, key=lambda plan: -plan[0].size * plan[4][0].size)
+    for future in [_POOL.submit(work, plan) for plan in order]:
+        future.result()
+
+
 def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
     flat = v.reshape(-1)
     out = np.empty(flat.shape, dtype=np.complex128)
@@ -405,7 +436,8 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
         log_c = nodes[3]
         work = _check_work(flat[sel], int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top, work)
         plans.append((sel, v_top, v_low, layout, nodes))
-    for sel, v_top, v_low, (h, _, log_quad, log_sups, _), (x, r, log_w, log_c) in plans:
+    def one_group(plan):
+        sel, v_top, v_low, (h, _, log_quad, log_sups, _), (x, r, log_w, log_c) = plan
         part = flat[sel]
         peak = float(log_c.max())
         keep = log_c >= peak - _PRUNE
@@ -431,6 +463,8 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
         with np.errstate(divide="ignore"):
             out[sel] = np.log(sums) + peak
         err[sel] = _slack(float(log_err))
+
+    _run_groups(one_group, plans, flat.size)
     if not (np.isfinite(err).all() and np.isfinite(out.real[out.real != -np.inf]).all()):
         raise NumericalError(
             f"the subsampled Gaussian's characteristic function at tilt {a:.4g} (noise multiplier {1.0 / mu:.3g}) "

@@ -283,3 +283,36 @@ def test_long_lines_are_split_into_evenly_spaced_runs_the_fft_can_take():
     assert np.unique(keys[~merged]).size == np.unique(np.floor(np.log2(contour.max() / contour[~merged]))).size
     uneven = np.sort(np.random.default_rng(1).uniform(1.0, 2.0, 1000))
     assert phase_sums._uniform_line(uneven, 10**5) is None and phase_sums._sum_work(uneven, 10**5) == 1000 * 10**5
+
+
+def test_long_lines_on_two_threads_give_the_serial_bits(monkeypatch):
+    """Each frequency group of a long line writes its own entries, so the threaded evaluation is the serial one bit
+    for bit (sigma 0.6, q 1e-4: the 10-step grid cell's line of 2^17 nodes)."""
+    v = 0.9 * np.arange(1 << 15)
+    threaded = cf.log_f_enclosure(6.0, v, 1e-4, 1.0 / 0.6)
+    monkeypatch.setattr(cf, "_THREADED_LINE", 1 << 62)
+    serial = cf.log_f_enclosure(6.0, v, 1e-4, 1.0 / 0.6)
+    np.testing.assert_array_equal(threaded[0], serial[0])
+    np.testing.assert_array_equal(threaded[1], serial[1])
+
+
+def _threaded_line_in_child(queue):
+    value, error = cf.log_f_enclosure(6.0, 0.9 * np.arange(1 << 15), 1e-4, 1.0 / 0.6)
+    queue.put(float(error.max()))
+
+
+def test_a_forked_child_after_the_parent_used_the_threads_still_answers():
+    """A forked child inherits the parent's pool object but not its threads: without the reset at fork, its first
+    long line waited forever for workers that do not exist."""
+    import multiprocessing
+
+    cf.log_f_enclosure(6.0, 0.9 * np.arange(1 << 15), 1e-4, 1.0 / 0.6)  # the parent's pool now has idle threads
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_threaded_line_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0 and np.isfinite(queue.get(timeout=5))
