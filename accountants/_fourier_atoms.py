@@ -13,11 +13,14 @@ losses only (no Gaussian), the all-atom part ``D = prod B_j^n_j prod A_i^n_i`` o
 exactly and only the rest ``R = M - D = D (prod (1 + C_i/A_i)^n_i - 1)`` is Fourier-inverted
 (:func:`laplace_split`). ``R`` is a non-negative measure whose every term has a continuous factor, so ``|R| <=
 D(c) ((1 + 1/|1 + 2s|)^N - 1) ~ N D(c) / |u|`` decays and the truncation error falls like 1/U^2, where the whole
-characteristic function (atoms included) does not decay at all.
+characteristic function (atoms included) does not decay at all. Poisson-subsampled two-point losses (their atoms
+differ between the directions, :meth:`mechanisms.base.Mechanism.loss_atoms`) join ``D`` too, so such a ledger has one
+split per direction and delta is the larger of the two (thesis Thm 3.3.5).
 
 Ledgers are passed compiled, as ``(mu2, e_values, counts, others)`` (``FourierAccountant._compile``).
 """
 
+import functools
 import math
 import typing
 
@@ -25,6 +28,7 @@ import numpy as np
 
 from dpledger.accountants.fourier_inversion import MAX_ATOMS, TwoPointLedger
 from dpledger.mechanisms import _logmath, closed_form_enclosures
+from dpledger.mechanisms.relations import Direction
 
 __all__ = ["LaplaceSplit", "laplace_split", "two_point_lattice", "two_point_log_mgf", "two_point_log_mgf_enclosure",
            "two_point_loss"]
@@ -103,43 +107,71 @@ def two_point_lattice(compiled):
 
 
 def laplace_split(compiled):
-    """For ledgers of Laplace and two-point losses only (no Gaussian): the :class:`LaplaceSplit` ``(atoms,
-    node_enclosure, sup)`` of the module docstring, where ``atoms`` enumerates ``D`` (``A_i`` the Laplace atoms) and
-    ``node_enclosure`` / ``sup`` give ``log R`` (with its rounding bounded) and a bound on ``|R|`` beyond a frequency.
-    None if not applicable or if the atoms exceed ``MAX_ATOMS``."""
+    """For ledgers of Laplace losses with two-point ones (randomized response, pure DP, and their Poisson-subsampled
+    versions, whose two atoms differ between the directions), no Gaussian: ``((direction, LaplaceSplit), ...)``, the
+    :class:`LaplaceSplit` ``(atoms, node_enclosure, sup)`` of the module docstring for each direction whose law
+    differs (the remove direction alone when every pair is symmetric), where ``atoms`` enumerates ``D`` (``A_i`` the
+    Laplace atoms) and ``node_enclosure`` / ``sup`` give ``log R`` (with its rounding bounded) and a bound on
+    ``|R|`` beyond a frequency. None if not applicable or if the atoms exceed ``MAX_ATOMS``."""
     mu2, e_values, counts, others = compiled
-    if mu2 or not others or any(m.laplace_loss_ratio() is None for m, _ in others):
+    if mu2 or not others:
         return None
-    ts = np.array([m.laplace_loss_ratio() for m, _ in others], dtype=np.float64)
-    ns = np.array([n for _, n in others], dtype=np.float64)
+    laplace, asymmetric = [], []
+    for m, n in others:
+        if m.laplace_loss_ratio() is not None:
+            laplace.append((m.laplace_loss_ratio(), n))
+            continue
+        atoms = m.loss_atoms()
+        if atoms is None:
+            return None
+        if atoms["remove"][:2] != (0.0, 0.0):  # a zero loss adds nothing
+            asymmetric.append((atoms, n))
+    if not laplace:
+        return None
+    ts = np.array([t for t, _ in laplace], dtype=np.float64)
+    ns = np.array([n for _, n in laplace], dtype=np.float64)
     keep = e_values > 0.0
-    if float(np.prod(counts[keep] + 1.0) * np.prod(ns + 1.0)) > MAX_ATOMS:
-        return None
-    log_pos = -np.log1p(np.exp(-e_values[keep]))
-    atoms = TwoPointLedger(
-        np.concatenate((e_values[keep], ts)),
-        np.concatenate((counts[keep], ns)),
-        log_masses=list(zip(log_pos, log_pos - e_values[keep])) + [(-np.log(2.0), -t - np.log(2.0)) for t in ts],
-    )
     two_e, two_n = e_values[keep], counts[keep]
+    if float(np.prod(two_n + 1.0) * np.prod(ns + 1.0) * np.prod([n + 1.0 for _, n in asymmetric])) > MAX_ATOMS:
+        return None
+    log_pos = -np.log1p(np.exp(-two_e))
+    largest = np.concatenate((two_e, ts, [max(abs(a["remove"][0]), abs(a["remove"][1])) for a, _ in asymmetric]))
+    min_damping = split_min_damping(largest, np.concatenate((two_n, ns, [n for _, n in asymmetric])))
+    splits = []
+    for direction in (Direction.REMOVE, Direction.ADD) if asymmetric else (Direction.REMOVE,):
+        key = "remove" if direction is Direction.REMOVE else "add"
+        groups = _SplitGroups(two_e, two_n, ts, ns, tuple((a[key], n) for a, n in asymmetric))
+        atoms = TwoPointLedger(
+            np.concatenate((two_e, ts)),
+            np.concatenate((two_n, ns)),
+            log_masses=list(zip(log_pos, log_pos - two_e)) + [(-np.log(2.0), -t - np.log(2.0)) for t in ts],
+            atoms=groups.asymmetric,
+        )
+        splits.append((direction, LaplaceSplit(atoms, functools.partial(_rest_enclosure, groups=groups),
+                                               functools.partial(_rest_sup, groups=groups), min_damping)))
+    return tuple(splits)
 
-    def node_enclosure(s):
-        return _rest_enclosure(np.asarray(s, dtype=np.complex128), two_e, two_n, ts, ns)
 
-    total_n = float(ns.sum())
+class _SplitGroups(typing.NamedTuple):
+    """One direction's groups: symmetric two-point losses ``+-E`` (``two_e``, ``two_n`` runs), Laplace losses
+    (ratios ``ts``, ``ns`` runs) and asymmetric two-point losses ``((l1, l0, log P1, log P0), n)``."""
 
-    def sup(kappa, u_min):
-        """``|R| <= D(c) ((1 + 1 / |1 + 2s|)^N - 1)`` (module docstring), ``D(c)`` the upper end of its enclosure,
-        the rest raised by a few ulps of its parts."""
-        log_d, d_log_d = _atoms_part(np.array([complex(kappa)]), two_e, two_n, ts, ns)[:2]
-        c = kappa if kappa >= -0.5 else -1.0 - kappa
-        z = total_n * np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min))
-        log_rest = float(_logmath.log_expm1(z))
-        upper = float(np.real(log_d[0])) + float(d_log_d[0]) + log_rest
-        return upper + 8.0 * _logmath.EPS * (abs(upper) + abs(log_rest) + abs(z) + 1.0) + 4.0 * _logmath.EPS * z
+    two_e: np.ndarray
+    two_n: np.ndarray
+    ts: np.ndarray
+    ns: np.ndarray
+    asymmetric: tuple
 
-    return LaplaceSplit(atoms, node_enclosure, sup, split_min_damping(np.concatenate((two_e, ts)),
-                                                                      np.concatenate((two_n, ns))))
+
+def _rest_sup(kappa, u_min, groups):
+    """``|R| <= D(c) ((1 + 1 / |1 + 2c' + 2iu|)^N - 1)`` (module docstring; ``c'`` the Laplace parts' reflected
+    damping), ``D(c)`` the upper end of its enclosure, the rest raised by a few ulps of its parts."""
+    log_d, d_log_d = _atoms_part(np.array([complex(kappa)]), groups)[:2]
+    c = kappa if kappa >= -0.5 else -1.0 - kappa
+    z = float(groups.ns.sum()) * np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min))
+    log_rest = float(_logmath.log_expm1(z))
+    upper = float(np.real(log_d[0])) + float(d_log_d[0]) + log_rest
+    return upper + 8.0 * _logmath.EPS * (abs(upper) + abs(log_rest) + abs(z) + 1.0) + 4.0 * _logmath.EPS * z
 
 
 def split_min_damping(losses, counts):
@@ -156,13 +188,19 @@ def split_min_damping(losses, counts):
     return min(0.02, 1.0 / math.sqrt(variance)) if variance > 0.0 else 0.02
 
 
-def _atoms_part(s, two_e, two_n, ts, ns):
+def _atoms_part(s, groups):
     """``(log D~, bound on |log D - log D~|, Z~, bound on |Z - Z~|)`` at the nodes, ``D = prod B_j^n_j prod A_i^n_i``
-    and ``Z = sum_i n_i log(1 + C_i / A_i)``, so that ``R = D (e^Z - 1)``: the two-point groups'
-    (:func:`mechanisms.closed_form_enclosures.bernoulli_terms`) and each Laplace group's
+    and ``Z = sum_i n_i log(1 + C_i / A_i)``, so that ``R = D (e^Z - 1)``: the symmetric two-point groups'
+    (:func:`mechanisms.closed_form_enclosures.bernoulli_terms`), the asymmetric ones'
+    (:func:`mechanisms.closed_form_enclosures.atoms_log_mgf_enclosure`, its absolute error ``E`` over ``|m~|``
+    doubled: :func:`~mechanisms.closed_form_enclosures.log_of_perturbed`; their atoms within ``4 eps`` relative,
+    :func:`mechanisms.two_point.subsampled_loss_atoms`) and each Laplace group's
     (:func:`mechanisms.closed_form_enclosures.laplace_split_enclosure`, ``log1p`` of its ratio within
     :func:`~mechanisms.closed_form_enclosures.log_rounding` plus ``2 dr / |1 + r|``) per-run bounds times the runs,
-    and the sums' rounding (``u`` of each partial sum's magnitude per addition, ``u`` per product)."""
+    and the sums' rounding (``u`` of each partial sum's magnitude per addition, ``u`` per product). The symmetric
+    parts are evaluated at ``-1 - s`` where ``Re s < -1/2`` (:func:`~mechanisms.closed_form_enclosures.reflect`), the
+    asymmetric ones at ``s``."""
+    two_e, two_n, ts, ns = groups.two_e, groups.two_n, groups.ts, groups.ns
     z_arg, reflection = closed_form_enclosures.reflect(s, float(np.max(np.concatenate((ts, two_e)))))
     runs = float(ns.sum() + two_n.sum())
     if two_e.size:
@@ -172,6 +210,14 @@ def _atoms_part(s, two_e, two_n, ts, ns):
                                                                                           two_n)
     else:
         log_d, d_log_d = np.zeros(s.shape, dtype=np.complex128), np.zeros(s.shape)
+    for (l1, l0, log_p1, log_p0), n in groups.asymmetric:
+        log_mass, loss = np.array([log_p1, log_p0]), np.array([l1, l0])
+        value, log_err = closed_form_enclosures.atoms_log_mgf_enclosure(
+            s, log_mass, loss, 4.0 * _logmath.EPS * (np.abs(log_mass) + 1.0), 4.0 * _logmath.EPS * np.abs(loss))
+        with np.errstate(over="ignore"):
+            d_value = closed_form_enclosures.log_of_perturbed(np.exp(np.real(value)), np.exp(log_err))
+        log_d = log_d + n * value
+        d_log_d = d_log_d + n * d_value + 2.0 * _U * (np.abs(n * value) + np.abs(log_d))
     z = np.zeros(s.shape, dtype=np.complex128)
     d_z = np.zeros(s.shape)
     with np.errstate(divide="ignore"):
@@ -185,18 +231,19 @@ def _atoms_part(s, two_e, two_n, ts, ns):
             d_log_d = d_log_d + n * d_log_a + 2.0 * _U * (np.abs(n * log_a) + np.abs(log_d))
             d_z = d_z + n * d_log1p + 2.0 * _U * (np.abs(n * log1p) + np.abs(z))
     d_log_d = (d_log_d + runs * reflection) * (1.0 + 8.0 * _U)
-    d_z = (d_z + runs * reflection) * (1.0 + 8.0 * _U)
+    d_z = (d_z + float(ns.sum()) * reflection) * (1.0 + 8.0 * _U)
     return log_d, d_log_d, z, d_z
 
 
-def _rest_enclosure(s, two_e, two_n, ts, ns):
+def _rest_enclosure(s, groups):
     """``(log R~, log E)`` of the rest ``R = D (e^Z - 1)`` (:func:`_atoms_part`), ``log R~ = log D~ + log(e^Z~ - 1)~``
     (:func:`mechanisms.closed_form_enclosures.log_expm1_enclosure`, ``|(e^Z - 1) - e^L~| <= e^(log E_L)``).
 
     With ``D = D~ e^d`` (``|d| <= dD``) and the final sum within ``th = u |log R~|``: ``|R - e^(log R~)| <= |D~|
     (e^dD e^(log E_L) + |e^L~| (expm1(dD) + expm1(th)))``, formed in logs and raised by a few ulps of its parts."""
+    s = np.asarray(s, dtype=np.complex128)
     flat = s.reshape(-1)
-    log_d, d_log_d, z, d_z = _atoms_part(flat, two_e, two_n, ts, ns)
+    log_d, d_log_d, z, d_z = _atoms_part(flat, groups)
     log_e1, log_err_e1 = closed_form_enclosures.log_expm1_enclosure(z, d_z)
     value = log_d + log_e1
     theta = 1.5 * _U * np.abs(value)

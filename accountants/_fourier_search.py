@@ -916,10 +916,20 @@ def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping)
         raise AccuracyError(f"FourierAccountant (Laplace ledger, atoms enumerated exactly): {exc}.") from None
 
 
-def split_delta_bounds(lm, epsilon, split, *, rtol, max_terms, max_damping):
-    """delta = (atoms, exact) + (rest, Fourier inversion of R); both directions agree (symmetric pairs).
-    ``lm`` is the log MGF of the whole ledger (remove direction), ``split`` an
-    :class:`accountants._fourier_atoms.LaplaceSplit`."""
+def split_delta_bounds(pairs, epsilon, *, rtol, max_terms, max_damping):
+    """delta of a split Laplace ledger: ``pairs`` holds ``(lm, split)`` per direction (the log MGF of the whole
+    ledger in that direction and its :class:`accountants._fourier_atoms.LaplaceSplit`; one pair where every loss is
+    symmetric), and delta is the largest of theirs (thesis Thm 3.3.5), each bracketed to ``rtol``
+    (:func:`_split_direction_delta`): the maximum of the lower ends, of the upper ends, is a proven bracket, no wider
+    than that of the direction attaining the largest upper end."""
+    parts = [_split_direction_delta(lm, epsilon, split, rtol=rtol, max_terms=max_terms, max_damping=max_damping)
+             for lm, split in pairs]
+    return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
+
+
+def _split_direction_delta(lm, epsilon, split, *, rtol, max_terms, max_damping):
+    """delta = (atoms, exact) + (rest, Fourier inversion of R) for one direction: ``lm`` the log MGF of the whole
+    ledger, ``split`` its :class:`accountants._fourier_atoms.LaplaceSplit`."""
     atoms = split.atoms
     log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
     if kappa < COMPLEMENT_SWITCH:
@@ -971,30 +981,36 @@ def complement_chernoff_bounds(lm, epsilon, rtol):
     return Bounds(lower=lower, estimate=estimate, upper=1.0)
 
 
-def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping):
-    """(lower, estimate, upper) of epsilon at ``delta`` for a split Laplace ledger (``split``, an
-    :class:`accountants._fourier_atoms.LaplaceSplit`) whose pure epsilon is ``pure``: root finding on the atoms'
-    exact delta plus the rest's inverted one, bracketed by the Chernoff epsilon of ``lm`` (the ledger's log MGF,
-    remove direction) and by ``pure``."""
-    atoms = split.atoms
+def split_epsilon_bounds(pairs, delta, pure, *, rtol, max_terms, max_damping):
+    """(lower, estimate, upper) of epsilon at ``delta`` for a split Laplace ledger whose pure epsilon is ``pure``:
+    ``pairs`` holds ``(lm, split)`` per direction (:func:`split_delta_bounds`). Root finding on the largest over the
+    directions of the atoms' exact delta plus the rest's inverted one (each end of the maximum a proven bound on
+    the maximum's), bracketed by a Chernoff epsilon at which every direction's bound is at most ``delta`` (one
+    damping for all: the smallest over orders of the largest of their objectives) and by ``pure``."""
     log_delta = np.log(delta)
+    min_damping = max(split.min_damping for _, split in pairs)
 
     def objective(orders):
         kappa = np.asarray(orders) - 1.0
-        return (np.real(lm(kappa.astype(np.complex128))) + log_chernoff_constant(kappa) - log_delta) / kappa
+        values = [(np.real(lm(kappa.astype(np.complex128))) + log_chernoff_constant(kappa) - log_delta) / kappa
+                  for lm, _ in pairs]
+        return np.max(values, axis=0)
 
     cap = max_damping
     grid = 1.0 + np.geomspace(1e-3, min(1e3, cap), 41)
     opt = minimize_over_orders(objective, grid, objective(grid), max_order=1.0 + cap)
     hi = min(max(opt.value, 0.0), pure)  # delta(hi) <= delta: Chernoff, or zero at the pure epsilon
-    kappa = max(min(opt.order - 1.0, cap), split.min_damping)
+    kappa = max(min(opt.order - 1.0, cap), min_damping)
     tolerance, plan_eps = rtol * delta / 16.0, max(0.8 * hi, hi - 3.0 / kappa)  # as in direction_epsilon_bounds
 
     for _ in range(4):
-        plan = _split_plan(lm, plan_eps, tolerance, split, kappa, max_terms=max_terms, max_damping=max_damping)
+        plans = [(split.atoms, _split_plan(lm, plan_eps, tolerance, split, kappa, max_terms=max_terms,
+                                           max_damping=max_damping)) for lm, split in pairs]
+        plan = plans[0][1]
 
-        def excess(eps, field):
-            return getattr(atoms.delta_bounds(eps), field) + getattr(invert(plan, eps)[0], field) - delta
+        def excess(eps, field, plans=plans):
+            return max(getattr(atoms.delta_bounds(eps), field) + getattr(invert(rest, eps)[0], field)
+                       for atoms, rest in plans) - delta
 
         upper, found = certified_upper_root(excess, hi, cap=pure)
         if not found:
@@ -1013,7 +1029,7 @@ def split_epsilon_bounds(lm, delta, split, pure, *, rtol, max_terms, max_damping
             return Bounds(lower=just_below, estimate=pure, upper=pure)
         if abs(plan_eps - upper) <= 1e-3 * max(upper, 1e-300):
             tolerance /= 16.0
-        plan_eps, kappa = upper, max(kappa, split.min_damping)
+        plan_eps, kappa = upper, max(kappa, min_damping)
     else:
         raise AccuracyError(
             f"FourierAccountant could not certify epsilon at delta={delta} to rtol={rtol} (Laplace ledger, "

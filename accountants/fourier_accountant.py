@@ -18,9 +18,11 @@ Paths, by ledger:
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
 * only two-point entries (at most ``MAX_ATOMS`` composed outcomes): exact enumeration with bounded rounding
   (:func:`accountants._fourier_atoms.two_point_lattice`);
-* Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms): the all-atom part
+* Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms; Poisson-subsampled
+  two-point entries, whose atoms differ between the directions, make one split per direction): the all-atom part
   of the law is enumerated exactly and only the rest, whose transform decays like 1/u, is Fourier-inverted
-  (:func:`accountants._fourier_atoms.laplace_split`);
+  (:func:`accountants._fourier_atoms.laplace_split`); where that cannot reach ``rtol`` (a few Laplace runs, a tiny
+  delta), the privacy buckets (below);
 * only purely atomic losses beyond the enumerations (discrete pairs), or a characteristic function that would
   only be estimated while proven loss buckets exist: the privacy buckets (below);
 * otherwise Fourier inversion of the whole law, per direction (:mod:`accountants._fourier_search`): on the
@@ -441,9 +443,14 @@ class FourierAccountant:
         return self._derived["atoms"]
 
     def _laplace_split(self):
+        """``((direction, LaplaceSplit), ...)`` (:func:`accountants._fourier_atoms.laplace_split`) or None."""
         if "split" not in self._derived:
             self._derived["split"] = laplace_split(self._compile())
         return self._derived["split"]
+
+    def _split_pairs(self, splits):
+        """``[(log MGF of the whole ledger in that direction, its split)]`` for the split searches."""
+        return [(self._direction_log_mgf(direction), split) for direction, split in splits]
 
     def _buckets(self):
         """The ledger's privacy buckets (:class:`accountants.privacy_buckets.BucketLedger`) when every mechanism
@@ -641,15 +648,15 @@ class FourierAccountant:
         atoms = self._atom_lattice()
         if atoms is not None:
             return atoms.delta_bounds(epsilon)
-        split = self._laplace_split()
-        if split is not None:
-            lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
-            return split_delta_bounds(lm, epsilon, split, **self._settings())
 
         def bucketed(ledger):
             lower, upper = ledger.delta_bounds(epsilon)
             return Bounds(lower, upper, upper)
 
+        splits = self._laplace_split()
+        if splits is not None:  # the atoms enumerated, the rest inverted; the buckets where that cannot reach rtol
+            return self._via_buckets(
+                lambda: split_delta_bounds(self._split_pairs(splits), epsilon, **self._settings()), bucketed)
         return self._via_buckets(lambda: self._inverted_delta(epsilon), bucketed)
 
     def _inverted_delta(self, epsilon):
@@ -771,10 +778,6 @@ class FourierAccountant:
                 f"{SMALLEST_INVERTED_DELTA:g} the inversion's error tolerance (relative to delta) leaves the float64 "
                 "range; use RDPAccountant, whose conversion works in log space."
             )
-        split = self._laplace_split()
-        if split is not None:
-            lm = self._direction_log_mgf(Direction.REMOVE)  # both directions agree (symmetric pairs)
-            return split_epsilon_bounds(lm, delta, split, self.pure_epsilon(), **self._settings())
         def bucketed(ledger):
             lower, upper = ledger.epsilon_bounds(delta)
             if upper == math.inf:
@@ -783,6 +786,11 @@ class FourierAccountant:
                     "reach this ledger and the privacy buckets' bounded float error (mass put at infinite loss) "
                     "exceeds delta; use RDPAccountant, or a larger delta.")
             return Bounds(lower, upper, upper)
+
+        splits = self._laplace_split()
+        if splits is not None:  # the atoms enumerated, the rest inverted; the buckets where that cannot reach rtol
+            return self._via_buckets(lambda: split_epsilon_bounds(
+                self._split_pairs(splits), delta, self.pure_epsilon(), **self._settings()), bucketed)
 
         def narrow(b):  # the search failed; loose inversions inside the proven interval may still narrow it
             if b.upper - b.lower <= self._rtol * b.upper:

@@ -309,7 +309,7 @@ def scan_split(scale, n, p=0.6, m=0, kappas=(0.25, 0.5, 1.0, 2.0, 5.0, -0.25, -0
     acct = FourierAccountant().compose(LaplaceMechanism(scale=scale), n)
     if m:
         acct.compose(RandomizedResponse(p=p), m)
-    split = laplace_split(acct._compile())
+    ((_, split),) = laplace_split(acct._compile())  # symmetric losses: one direction
     lap = [(LaplaceMechanism(scale=scale).laplace_loss_ratio(), n)]  # t rounded up, as the split prices it
     two = [(RandomizedResponse(p=p).two_point_loss(), m)] if m else []
     rows, bad = {}, 0

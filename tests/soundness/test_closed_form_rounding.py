@@ -388,7 +388,8 @@ def _split_values(split, s):
 
 def _split_case(scale, n, p, m):
     entries = [(LaplaceMechanism(scale=scale), n)] + ([(RandomizedResponse(p=p), m)] if m else [])
-    split = laplace_split(_accountant(entries)._compile())
+    splits = laplace_split(_accountant(entries)._compile())
+    split = None if splits is None else dict(splits)[Direction.REMOVE]  # symmetric losses: one direction
     laplace_runs = [(LaplaceMechanism(scale=scale).laplace_loss_ratio(), n)]
     two_point_runs = [(RandomizedResponse(p=p).two_point_loss(), m)] if m else []
     return split, laplace_runs, two_point_runs
