@@ -226,7 +226,7 @@ def _atoms_part(s, groups):
         for t, n in zip(ts, ns):
             log_a, d_log_a, ratio, d_ratio = closed_form_enclosures.laplace_split_enclosure(z_arg, t)
             log1p = np.log1p(ratio)
-            d_log1p = (closed_form_enclosures.log_rounding(1.0 + ratio)
+            d_log1p = (closed_form_enclosures.log_rounding_at(log1p)
                        + closed_form_enclosures.log_of_perturbed(1.0 + ratio, d_ratio))
             log_d = log_d + n * log_a
             z = z + n * log1p

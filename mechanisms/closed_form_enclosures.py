@@ -51,6 +51,7 @@ __all__ = [
     "laplace_split_enclosure",
     "log_error_from_log",
     "log_rounding",
+    "log_rounding_at",
     "upper_from_enclosure",
     "log_expm1_enclosure",
     "log_of_perturbed",
@@ -89,6 +90,12 @@ def log_rounding(w: ArrayLike) -> np.ndarray:
     ``w`` (module docstring): ``eps (|log |w|| + pi + 3)``."""
     with np.errstate(divide="ignore"):
         return EPS * (np.abs(np.log(np.abs(w))) + np.pi + 3.0)
+
+
+def log_rounding_at(log_w: ArrayLike) -> np.ndarray:
+    """:func:`log_rounding` from the computed ``log w`` itself: its real part is ``log |w|`` to a few ulps, which
+    the bound's constant covers (no second logarithm)."""
+    return EPS * (np.abs(np.real(log_w)) + np.pi + 3.0)
 
 
 def log_of_perturbed(w: ArrayLike, error: ArrayLike) -> np.ndarray:
@@ -144,11 +151,12 @@ def bernoulli_terms(z: np.ndarray, e: ArrayLike) -> tuple[np.ndarray, np.ndarray
     ze = z * e
     w = -e - 2.0 * z * e
     big_z = np.exp(w)
-    value = log_p + ze + np.log1p(big_z)
+    log1p = np.log1p(big_z)
+    value = log_p + ze + log1p
     dw = _U * (2.0 * np.abs(ze) + np.abs(w)) * 1.5
     d_big_z = np.abs(big_z) * (2.0 * EPS + np.expm1(dw)) * 1.5
     bound = (2.0 * EPS * np.abs(log_p) + _U * (2.0 * np.abs(ze) + np.abs(log_p) + np.abs(value)) * 1.5
-             + log_rounding(1.0 + big_z) + log_of_perturbed(1.0 + big_z, d_big_z))
+             + log_rounding_at(log1p) + log_of_perturbed(1.0 + big_z, d_big_z))
     return value, bound
 
 
@@ -181,14 +189,15 @@ def laplace_log_mgf_enclosure(s: ArrayLike, t: float) -> tuple[np.ndarray, np.nd
     ratio = np.where(small, 1.0 - w / 2.0, numerator / w_safe)
     big_x = np.exp(-w)
     g = 1.0 + big_x + t * ratio
-    value = z * t + np.log(0.5 * g)
+    log_half_g = np.log(0.5 * g)
+    value = z * t + log_half_g
     dw = 2.0 * _U * np.abs(w) * 1.5
     d_big_x = np.abs(big_x) * (2.0 * EPS + np.expm1(dw)) * 1.5
     d_num = (_expm1_rounding(-w_safe) + np.abs(np.exp(-w_safe)) * np.expm1(dw)) * 1.5
     d_ratio = np.where(small, np.abs(w) ** 2 / 5.0 + 2.0 * _U * (1.0 + np.abs(w)),
                        d_num / np.abs(w_safe) + np.abs(ratio) * (4.0 * EPS + dw / np.abs(w_safe)) * 1.5)
     d_g = (d_big_x + t * (d_ratio + _U * np.abs(ratio)) + _U * (np.abs(1.0 + big_x) + np.abs(g))) * 1.5
-    bound = (_U * (np.abs(z) * t + np.abs(value)) * 1.5 + log_rounding(0.5 * g) + log_of_perturbed(g, d_g))
+    bound = (_U * (np.abs(z) * t + np.abs(value)) * 1.5 + log_rounding_at(log_half_g) + log_of_perturbed(g, d_g))
     return value, log_error_from_log(value, bound + d)
 
 
@@ -207,14 +216,15 @@ def laplace_split_enclosure(
     ``t |w|^4 / 100`` there, its rounding ``3 eps |r|``."""
     w = t * (1.0 + 2.0 * z)
     big_x = np.exp(-w)
-    log_a = z * t + np.log(0.5 * (1.0 + big_x))
+    log_half = np.log(0.5 * (1.0 + big_x))
+    log_a = z * t + log_half
     small = np.abs(w) < 1e-8
     w_safe = np.where(small, 1.0, w)
     tanh = np.tanh(w_safe / 2.0)
     ratio = np.where(small, 0.5 * t * (1.0 - w * w / 12.0), t * tanh / w_safe)
     dw = 2.0 * _U * np.abs(w) * 1.5
     d_big_x = np.abs(big_x) * (2.0 * EPS + np.expm1(dw)) * 1.5
-    d_log_a = (_U * (np.abs(z) * t + np.abs(log_a)) * 1.5 + log_rounding(0.5 * (1.0 + big_x))
+    d_log_a = (_U * (np.abs(z) * t + np.abs(log_a)) * 1.5 + log_rounding_at(log_half)
                + log_of_perturbed(1.0 + big_x, d_big_x + _U * np.abs(1.0 + big_x) * 1.5))
     d_tanh = 4.0 * EPS * np.abs(tanh) + np.abs(1.0 - tanh * tanh) * dw / 2.0 * 1.5
     d_tanh = np.where(dw <= 0.01 * np.real(w), d_tanh, np.inf)
@@ -243,7 +253,7 @@ def log_expm1_enclosure(z: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.n
         e1 = np.expm1(zs)
         value[~large] = np.log(e1)
         abs_err = (_expm1_rounding(zs) + np.abs(np.exp(zs)) * np.expm1(dzs)) * 1.5
-        abs_err = abs_err + np.abs(e1) * np.expm1(log_rounding(e1) * 1.5)
+        abs_err = abs_err + np.abs(e1) * np.expm1(log_rounding_at(value[~large]) * 1.5)
         log_err[~large] = np.log(abs_err) + 4.0 * EPS * (np.abs(np.log(abs_err)) + 1.0)
         zl, dzl = z[large], dz[large]
         tail = -np.exp(-zl)
@@ -287,13 +297,14 @@ def _atoms_block(s, log_mass, loss, log_mass_error, loss_error):
     parts = np.exp(shifted)
     total = np.sum(parts, axis=1)
     with np.errstate(divide="ignore"):
-        value = np.log(total) + peak[:, 0]
+        log_total = np.log(total)
+    value = log_total + peak[:, 0]
     dt = (log_mass_error[None, :] + np.abs(s) * loss_error[None, :]
           + _U * (np.abs(s * loss[None, :]) + np.abs(terms) + np.abs(shifted)) * 1.5)
     moduli = np.abs(parts)
     d_total = (np.sum(moduli * (np.expm1(dt) + 2.0 * EPS), axis=1) * 1.5
                + loss.size * _U * np.sum(moduli, axis=1) * 1.5)
-    theta = (log_rounding(total) + _U * np.abs(value) * 1.5)
+    theta = (log_rounding_at(log_total) + _U * np.abs(value) * 1.5)
     with np.errstate(divide="ignore"):
         inner = np.log(d_total + np.abs(total) * np.expm1(theta))
     log_err = peak[:, 0] + inner + 4.0 * EPS * (np.abs(peak[:, 0]) + np.abs(inner) + 1.0)
