@@ -141,25 +141,15 @@ subsampled = st.builds(lambda base, q: PoissonSubsampled(base, sampling_probabil
                        two_points, st.floats(1e-4, 0.99))
 
 
+_CLOSED_FORMS = {"Gaussian": gaussians, "Laplace": laplaces, "two-point": two_points}
+
+
+@pytest.mark.parametrize("form", sorted(_CLOSED_FORMS))
 @budget(60)
-@given(gaussians, kappas, fractions)
-def test_self_composed_gaussian(mechanism, kappa, fracs):
-    record("closed-form rounding: Gaussian")
-    _check_self_composed(mechanism, kappa, fracs)
-
-
-@budget(60)
-@given(laplaces, kappas, fractions)
-def test_self_composed_laplace(mechanism, kappa, fracs):
-    record("closed-form rounding: Laplace")
-    _check_self_composed(mechanism, kappa, fracs)
-
-
-@budget(60)
-@given(two_points, kappas, fractions)
-def test_self_composed_two_point(mechanism, kappa, fracs):
-    record("closed-form rounding: two-point")
-    _check_self_composed(mechanism, kappa, fracs)
+@given(data=st.data(), kappa=kappas, fracs=fractions)
+def test_self_composed_closed_form(form, data, kappa, fracs):
+    record(f"closed-form rounding: {form}")
+    _check_self_composed(data.draw(_CLOSED_FORMS[form]), kappa, fracs)
 
 
 @budget(60)
