@@ -220,6 +220,12 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
             f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}) on the cut "
             "law: its delta is large (Chernoff damping below COMPLEMENT_SWITCH) and a cut law has no complement "
             "contour.")
+    hopeless = _hopeless_at_the_cap(lm, epsilon, chernoff, max_damping, left_out)
+    if hopeless is not None:
+        return Bounds(0.0, 0.0, hopeless), (
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): its Chernoff "
+            f"bound beyond the damping cap {max_damping:g} ({hopeless:.3g}) is below e^-{_HOPELESS_LOG_GAP:g} of the "
+            "one at the cap, where a plan's float rounding alone would exceed it; reported is that bound.")
     if kappa < COMPLEMENT_SWITCH:
         # Far below the mean of L the best damping is ~0 and delta is large: price 1 - delta on a contour
         # left of the pole at 0 instead (absolute errors, small against a large delta).
@@ -252,6 +258,35 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
         f"bounds {tuple(bounds)} with damping {plan.kappa:.4g}, period {plan.period:.4g}, "
         f"{errors['nodes']} nodes (max_terms={max_terms}); errors {errors}. {hint(errors)}"
     )
+
+
+#: A plan at the damping cap is not tried where a Chernoff bound beyond the cap is below ``e^-60`` of the one at the
+#: cap (:func:`_hopeless_at_the_cap`).
+_HOPELESS_LOG_GAP = 60.0
+#: How far beyond the cap that Chernoff bound is searched.
+_BEYOND_CAP_DAMPING = 1e5
+
+
+def _hopeless_at_the_cap(lm, epsilon, chernoff, max_damping, left_out):
+    """A proven upper bound on delta (a Chernoff bound at dampings up to :data:`_BEYOND_CAP_DAMPING`, plus what a
+    cut law leaves out) where the plan at the damping cap cannot reach any useful accuracy, else None.
+
+    Why it cannot: the plan's first term alone is about its Chernoff bound at the cap, ``e^(log M(k) - k eps)`` over
+    ``k (1 + k)``, so its float rounding is at least ``eps_mach`` times that (times ``8 + |log M|`` over 2); if delta
+    is below ``e^-60`` of it (the bound beyond the cap says so), the rounding exceeds delta ``e^60 eps_mach > 10^10``
+    times over, for any ``rtol`` above ``1e-10``. Subsampled Gaussians of two runs at q = 1e-4, sigma 3, epsilon 1:
+    the cap's bound 3e-42, beyond it 3.5e-75; five plans of up to 524,289 nodes failed in 0.7 s before."""
+    log_chernoff, kappa = chernoff
+    if not kappa >= max_damping * (1.0 - 1e-9) or max_damping >= _BEYOND_CAP_DAMPING:
+        return None
+    try:
+        beyond = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, _BEYOND_CAP_DAMPING,
+                                    near=max_damping)[0]
+    except NumericalError:
+        return None
+    if not beyond < log_chernoff - _HOPELESS_LOG_GAP:
+        return None
+    return _chernoff_delta_upper(beyond, left_out)
 
 
 def _left_out(lm):

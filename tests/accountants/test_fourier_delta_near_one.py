@@ -87,3 +87,25 @@ def test_the_complement_bound_uses_upper_bounds_on_log_m_that_cover_the_closed_f
             rr = p * mpmath.exp(s * e) + (1 - p) * mpmath.exp(-s * e)
             exact = float(1000 * mpmath.log(lap) + 50 * mpmath.log(rr))
             assert exact <= bound <= exact + 1050 * 1e-13
+
+
+def test_a_plan_at_the_damping_cap_is_not_tried_where_delta_is_far_below_its_bound():
+    """Two runs of q = 1e-4, sigma 3 at epsilon 1: the Chernoff bound at the damping cap (64) is 3e-42 and beyond it
+    3.4e-75, so a plan at the cap would carry a float rounding of about 1e-58 at least, 10^16 times delta: it is not
+    made (before, plans of up to 524,289 nodes failed on rounding), and the bound beyond the cap is reported."""
+    from dpledger.accountants import _fourier_search
+    from dpledger.mechanisms import Direction, GaussianMechanism, PoissonSubsampled
+
+    accountant = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=3.0), 1e-4), 2)
+    (_, lm, _), = [d for d in accountant._directions() if d[0] is Direction.REMOVE]
+    chernoff = _fourier_search.chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), 1.0, 64.0)
+    assert chernoff[1] == pytest.approx(64.0)
+    hopeless = _fourier_search._hopeless_at_the_cap(lm, 1.0, chernoff, 64.0, 0.0)
+    assert hopeless is not None and hopeless < np.exp(chernoff[0] - 60.0)
+    bounds = accountant.delta_bounds(1.0)
+    assert bounds.lower == 0.0 and bounds.upper <= hopeless
+    # below the cap (the usual case) there is nothing to skip
+    wide = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=1.0), 0.01), 100)
+    (_, lm, _), = [d for d in wide._directions() if d[0] is Direction.REMOVE]
+    chernoff = _fourier_search.chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), 1.0, 64.0)
+    assert _fourier_search._hopeless_at_the_cap(lm, 1.0, chernoff, 64.0, 0.0) is None
