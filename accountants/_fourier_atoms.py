@@ -8,9 +8,9 @@ inversion would need ~1/rtol nodes; a ledger of them alone (at most ``MAX_ATOMS`
 enumerated exactly instead (:func:`two_point_lattice`, :class:`accountants.fourier_inversion.TwoPointLedger`).
 
 Laplace split: a Laplace loss (``t = sensitivity / scale``) is ``M = A + C``, atoms ``A`` at ``+-t`` and a
-continuous part ``C`` (:func:`mechanisms.privacy_loss.laplace_split_log_mgf`). For a ledger of Laplace and two-point
-losses only (no Gaussian), the all-atom part ``D = prod B_j^n_j prod A_i^n_i`` of the composed law is enumerated
-exactly and only the rest ``R = M - D = D (prod (1 + C_i/A_i)^n_i - 1)`` is Fourier-inverted
+continuous part ``C`` (:func:`mechanisms.closed_form_enclosures.laplace_split_enclosure`). For a ledger of Laplace
+and two-point losses only (no Gaussian), the all-atom part ``D = prod B_j^n_j prod A_i^n_i`` of the composed law is
+enumerated exactly and only the rest ``R = M - D = D (prod (1 + C_i/A_i)^n_i - 1)`` is Fourier-inverted
 (:func:`laplace_split`). ``R`` is a non-negative measure whose every term has a continuous factor, so ``|R| <=
 D(c) ((1 + 1/|1 + 2s|)^N - 1) ~ N D(c) / |u|`` decays and the truncation error falls like 1/U^2, where the whole
 characteristic function (atoms included) does not decay at all. Poisson-subsampled two-point losses (their atoms
@@ -198,7 +198,7 @@ def _atoms_part(s, groups):
     doubled: :func:`~mechanisms.closed_form_enclosures.log_of_perturbed`; their atoms within ``4 eps`` relative,
     :func:`mechanisms.two_point.subsampled_loss_atoms`) and each Laplace group's
     (:func:`mechanisms.closed_form_enclosures.laplace_split_enclosure`, ``log1p`` of its ratio within
-    :func:`~mechanisms.closed_form_enclosures.log_rounding` plus ``2 dr / |1 + r|``) per-run bounds times the runs,
+    :func:`~mechanisms.closed_form_enclosures.log_rounding_at` plus ``2 dr / |1 + r|``) per-run bounds times the runs,
     and the sums' rounding (``u`` of each partial sum's magnitude per addition, ``u`` per product). The symmetric
     parts are evaluated at ``-1 - s`` where ``Re s < -1/2`` (:func:`~mechanisms.closed_form_enclosures.reflect`), the
     asymmetric ones at ``s``."""

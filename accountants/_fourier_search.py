@@ -959,17 +959,30 @@ def split_delta_bounds(pairs, epsilon, *, rtol, max_terms, max_damping):
     ledger in that direction and its :class:`accountants._fourier_atoms.LaplaceSplit`; one pair where every loss is
     symmetric), and delta is the largest of theirs (thesis Thm 3.3.5), each bracketed to ``rtol``
     (:func:`_split_direction_delta`): the maximum of the lower ends, of the upper ends, is a proven bracket, no wider
-    than that of the direction attaining the largest upper end."""
-    parts = [_split_direction_delta(lm, epsilon, split, rtol=rtol, max_terms=max_terms, max_damping=max_damping)
-             for lm, split in pairs]
+    than that of the direction attaining the largest upper end. The directions go in decreasing order of their
+    Chernoff bounds, and one whose bound is at most the largest lower end found cannot decide the maximum: it is
+    ``[0, that bound]`` (as in :func:`max_delta_bounds`), with no accuracy asked of it."""
+    chernoff = [chernoff_log_delta(lambda k, lm=lm: lm(k.astype(np.complex128)), epsilon, max_damping)
+                for lm, _ in pairs]
+    parts, floor = [], 0.0
+    for i in sorted(range(len(pairs)), key=lambda j: -chernoff[j][0]):
+        bound = _chernoff_delta_upper(chernoff[i][0])
+        if parts and bound <= floor:
+            parts.append(Bounds(0.0, 0.0, bound))
+            continue
+        lm, split = pairs[i]
+        parts.append(_split_direction_delta(lm, epsilon, split, chernoff[i], rtol=rtol, max_terms=max_terms,
+                                            max_damping=max_damping))
+        floor = max(floor, parts[-1].lower)
     return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
 
 
-def _split_direction_delta(lm, epsilon, split, *, rtol, max_terms, max_damping):
+def _split_direction_delta(lm, epsilon, split, chernoff, *, rtol, max_terms, max_damping):
     """delta = (atoms, exact) + (rest, Fourier inversion of R) for one direction: ``lm`` the log MGF of the whole
-    ledger, ``split`` its :class:`accountants._fourier_atoms.LaplaceSplit`."""
+    ledger, ``split`` its :class:`accountants._fourier_atoms.LaplaceSplit`, ``chernoff`` the Chernoff search's
+    ``(log bound, damping)`` at ``epsilon``."""
     atoms = split.atoms
-    log_chernoff, kappa = chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), epsilon, max_damping)
+    log_chernoff, kappa = chernoff
     if kappa < COMPLEMENT_SWITCH:
         # delta near 1 (epsilon far below the mean loss): the terms at a damping >= split.min_damping would be far
         # above it

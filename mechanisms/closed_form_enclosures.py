@@ -50,7 +50,6 @@ __all__ = [
     "laplace_log_mgf_enclosure",
     "laplace_split_enclosure",
     "log_error_from_log",
-    "log_rounding",
     "log_rounding_at",
     "upper_from_enclosure",
     "log_expm1_enclosure",
@@ -85,16 +84,10 @@ def upper_from_enclosure(value: ArrayLike, log_error: ArrayLike) -> np.ndarray:
     return np.asarray(upper + 4.0 * EPS * (np.abs(upper) + 1.0), dtype=np.float64)[()]
 
 
-def log_rounding(w: ArrayLike) -> np.ndarray:
-    """Bound on the float error of numpy's complex ``log(w)`` (or ``log1p(z)`` with ``w = 1 + z``) at the computed
-    ``w`` (module docstring): ``eps (|log |w|| + pi + 3)``."""
-    with np.errstate(divide="ignore"):
-        return EPS * (np.abs(np.log(np.abs(w))) + np.pi + 3.0)
-
-
 def log_rounding_at(log_w: ArrayLike) -> np.ndarray:
-    """:func:`log_rounding` from the computed ``log w`` itself: its real part is ``log |w|`` to a few ulps, which
-    the bound's constant covers (no second logarithm)."""
+    """Bound on the float error of numpy's complex ``log(w)`` (or ``log1p(z)`` with ``w = 1 + z``), from the
+    computed ``log w`` itself (module docstring): ``eps (|log |w|| + pi + 3)``, with ``log |w|`` its real part (to a
+    few ulps, which the constant covers)."""
     return EPS * (np.abs(np.real(log_w)) + np.pi + 3.0)
 
 
@@ -145,7 +138,7 @@ def bernoulli_terms(z: np.ndarray, e: ArrayLike) -> tuple[np.ndarray, np.ndarray
 
     Parts: ``log p* = -log1p(e^-E)`` within ``2 eps |log p*|``; ``zE`` within ``u |zE|``; their sum ``u`` of it;
     ``w = -E - 2zE`` within ``u (2|zE| + |w|)``, so ``Z = e^w`` within ``|Z| (2 eps + expm1(dw))``; ``log1p(Z)``
-    within :func:`log_rounding` of ``1 + Z`` plus ``2 dZ / |1 + Z|``; the final sum ``u |log m~|``."""
+    within :func:`log_rounding_at` plus ``2 dZ / |1 + Z|``; the final sum ``u |log m~|``."""
     e = np.asarray(e, dtype=np.float64)
     log_p = -np.log1p(np.exp(-e))
     ze = z * e
@@ -178,7 +171,8 @@ def laplace_log_mgf_enclosure(s: ArrayLike, t: float) -> tuple[np.ndarray, np.nd
     Parts: ``w`` within ``dw = 2u |w|`` (``1 + 2z``, then times ``t``); ``X = e^-w`` within ``|X| (2 eps +
     expm1(dw))``; ``r``: the numerator within :func:`_expm1_rounding` plus ``|X| expm1(dw)``, divided by ``|w|``,
     and ``|r| (4 eps + dw / |w|)`` for the division (the series: its remainder ``|w|^2 / 5`` and ``u (1 + |w|)``);
-    ``g`` within ``dX + t (dr + u |r|) + u (|1 + X| + |g|)``; the log within :func:`log_rounding` plus ``2 dg / |g|``;
+    ``g`` within ``dX + t (dr + u |r|) + u (|1 + X| + |g|)``; the log within :func:`log_rounding_at` plus ``2 dg /
+    |g|``;
     ``zt`` and the final sum ``u`` each."""
     s = np.asarray(s, dtype=np.complex128)
     z, d = reflect(s, t)
@@ -204,10 +198,12 @@ def laplace_log_mgf_enclosure(s: ArrayLike, t: float) -> tuple[np.ndarray, np.nd
 def laplace_split_enclosure(
     z: np.ndarray, t: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(log A~, bound on |log A - log A~|, r~, |r - r~|)`` for the Laplace loss split into atoms and continuous
-    part (:func:`mechanisms.privacy_loss.laplace_split_log_mgf`, same float operations) at ``Re z >= -1/2`` (already
-    reflected): ``log A = zt + log((1 + e^-w) / 2)``, ``r = C / A = t tanh(w / 2) / w`` (``t (1 - w^2 / 12) / 2`` where
-    ``|w| < 1e-8``), ``w = t (1 + 2z)``.
+    """``(log A~, bound on |log A - log A~|, r~, |r - r~|)`` for the Laplace loss split into its atoms and its
+    continuous part, ``M = A + C``, at ``Re z >= -1/2`` (already reflected; the pair is symmetric). ``A(z) =
+    (e^(-t(1+z)) + e^(zt)) / 2`` (loss ``-t`` with mass ``e^-t / 2``, ``+t`` with mass ``1/2``), so ``log A = zt +
+    log((1 + e^-w) / 2)``, and ``r = C / A = tanh(w / 2) / (1 + 2z) = t tanh(w / 2) / w`` (``t (1 - w^2 / 12) / 2``
+    where ``|w| < 1e-8``), ``w = t (1 + 2z)``, so ``|C| <= A(Re z) / |1 + 2z|`` (:mod:`mechanisms.privacy_loss`'s
+    Laplace line for ``M``).
 
     Parts: ``w`` within ``dw = 2u |w|``; ``X = e^-w`` within ``|X| (2 eps + expm1(dw))``; the log as in
     :func:`laplace_log_mgf_enclosure`. ``tanh(w / 2)`` within ``4 eps |T|`` plus its slope ``|1 - T^2|`` times ``dw /
@@ -242,7 +238,7 @@ def log_expm1_enclosure(z: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.n
     ``|log(e^z - 1) - value|`` has no useful bound where ``e^z - 1`` is near 0, so the bound is absolute:
     ``|(e^z - 1) - e^value| <= e^log_abs_error`` (no division by ``|e^z - 1|``). Small branch:
     ``expm1`` within :func:`_expm1_rounding` plus ``|e^z| expm1(dz)``, and the log's rounding ``|e^value|
-    expm1(log_rounding)``; large branch: ``1.6 dz`` plus the roundings of ``e^-z`` (``2 eps``, through ``log1p``'s
+    expm1(log_rounding_at)``; large branch: ``1.6 dz`` plus the roundings of ``e^-z`` (``2 eps``, through ``log1p``'s
     ``2 / |1 - e^-z|``), of ``log1p`` and of the sum, all in the log."""
     z = np.asarray(z, dtype=np.complex128)
     large = z.real > 1.0
@@ -257,8 +253,10 @@ def log_expm1_enclosure(z: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.n
         log_err[~large] = np.log(abs_err) + 4.0 * EPS * (np.abs(np.log(abs_err)) + 1.0)
         zl, dzl = z[large], dz[large]
         tail = -np.exp(-zl)
-        value[large] = zl + np.log1p(tail)
-        bound = (1.6 * dzl + log_rounding(1.0 + tail) + log_of_perturbed(1.0 + tail, 2.0 * EPS * np.abs(tail) * 1.5)
+        log1p_tail = np.log1p(tail)
+        value[large] = zl + log1p_tail
+        bound = (1.6 * dzl + log_rounding_at(log1p_tail)
+                 + log_of_perturbed(1.0 + tail, 2.0 * EPS * np.abs(tail) * 1.5)
                  + _U * np.abs(value[large]) * 1.5)
         log_err[large] = log_error_from_log(value[large], bound)
     return value, log_err
@@ -274,7 +272,7 @@ def atoms_log_mgf_enclosure(s: ArrayLike, log_mass: np.ndarray, loss: np.ndarray
     Each exponent ``t_j`` within ``dt_j = da_j + |s| dl_j + u (|s l_j| + |t_j|)`` (product and sum), ``t_j - peak``
     within ``u`` of itself, each ``e^(t_j - peak)`` within ``|e^(.)| (expm1(dt_j + u |t_j - peak|) + 2 eps)``; their
     sum within ``J u`` of the sum of the moduli (Higham, recursive or pairwise); then ``|m - e^(log S~ + peak)| <=
-    e^peak (dS + |S~| expm1(th))`` with ``th`` the log's rounding (:func:`log_rounding`) and the final sum's ``u |log
+    e^peak (dS + |S~| expm1(th))`` with ``th`` the log's rounding (:func:`log_rounding_at`) and the final sum's ``u |log
     m~|``: absolute, no division by ``|S|`` (near a zero of ``m`` the log is ill-conditioned, ``m`` is not). In
     blocks of at most ``block`` matrix entries."""
     s = np.asarray(s, dtype=np.complex128)

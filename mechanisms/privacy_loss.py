@@ -38,7 +38,6 @@ from dpledger.mechanisms.errors import NumericalError
 __all__ = [
     "gaussian_log_mgf",
     "laplace_log_mgf",
-    "laplace_split_log_mgf",
     "bernoulli_log_mgf",
     "OutputQuadrature",
     "gaussian_output_quadrature",
@@ -70,22 +69,6 @@ def laplace_log_mgf(s: ArrayLike, t: float) -> np.ndarray:
     w_safe = np.where(small, 1.0, w)
     ratio = np.where(small, 1.0 - w / 2.0, -np.expm1(-w_safe) / w_safe)
     return z * t + np.log(0.5 * (1.0 + np.exp(-w) + t * ratio))
-
-
-def laplace_split_log_mgf(s: ArrayLike, t: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(log A(s), C(s) / A(s))`` for the Laplace loss split into its atoms and its continuous part,
-    ``M = A + C`` (module docstring), at complex ``s`` with ``Re s >= -1/2`` (the pair is symmetric).
-
-    ``A(s) = (e^(-t(1+s)) + e^(st)) / 2`` (loss ``-t`` with mass ``e^-t / 2``, ``+t`` with mass ``1/2``) and, with
-    ``w = t (1 + 2s)``, ``C / A = tanh(w / 2) / (1 + 2s) = t tanh(w / 2) / w``, so ``|C| <= A(Re s) / |1 + 2s|``.
-    """
-    s = np.asarray(s, dtype=np.complex128)
-    w = t * (1.0 + 2.0 * s)
-    log_a = s * t + np.log(0.5 * (1.0 + np.exp(-w)))
-    small = np.abs(w) < 1e-8
-    w_safe = np.where(small, 1.0, w)
-    ratio = np.where(small, 0.5 * t * (1.0 - w * w / 12.0), t * np.tanh(w_safe / 2.0) / w_safe)
-    return log_a, ratio
 
 
 def bernoulli_log_mgf(s: ArrayLike, log_odds: float) -> np.ndarray:

@@ -54,7 +54,8 @@ class RandomizedResponse(Mechanism):
     def _loss_up(self):
         """``E = |log(p / (1 - p))|`` as a float at or above it (:meth:`two_point_loss`): the pair of a larger ``E``
         dominates, so the proven paths price it; MissingCapabilityError at ``p`` 0 or 1."""
-        self._log_mgf(np.zeros(1))  # p in (0, 1), or MissingCapabilityError
+        if self.p in (0.0, 1.0):
+            self._log_mgf(np.zeros(1))  # raises its MissingCapabilityError
         return self.two_point_loss()
 
     def _log_mgf(self, s):

@@ -44,11 +44,6 @@ def test_the_values_are_the_plain_closed_forms_bit_for_bit():
     for t in (1e-9, 0.1, 2.0):
         np.testing.assert_array_equal(closed_form_enclosures.laplace_log_mgf_enclosure(s, t)[0],
                                       privacy_loss.laplace_log_mgf(s, t))
-        z = s[s.real >= -0.5]
-        log_a, _, ratio, _ = closed_form_enclosures.laplace_split_enclosure(z, t)
-        plain_a, plain_ratio = privacy_loss.laplace_split_log_mgf(z, t)
-        np.testing.assert_array_equal(log_a, plain_a)
-        np.testing.assert_array_equal(ratio, plain_ratio)
     e_values, counts = np.array([0.1, 0.7, 2.0]), np.array([3.0, 1000.0, 7.0])
     np.testing.assert_array_equal(two_point_log_mgf_enclosure(s, e_values, counts)[0],
                                   two_point_log_mgf(s, e_values, counts))
@@ -62,7 +57,7 @@ def test_numpys_complex_log1p_loses_what_the_bound_allows_for():
     tiny = 1e-10 + 0j
     lost = abs(np.log1p(tiny) - np.log1p(1e-10))
     assert lost > 1e-18
-    assert float(closed_form_enclosures.log_rounding(1.0 + tiny)) >= lost
+    assert float(closed_form_enclosures.log_rounding_at(np.log1p(tiny))) >= lost
 
 
 @pytest.mark.parametrize("runs", [1, 1000, 10**6])
