@@ -4,8 +4,9 @@ Two-point losses: randomized response with ``0 < p < 1`` and pure ``E``-DP are d
 (Bernoulli(p*), Bernoulli(1 - p*)), ``p* = 1 / (1 + e^-E)``, whose loss is ``+-E`` (Kairouz et al. 2015; the
 closed form is in :mod:`mechanisms.privacy_loss`), so ``log M(s) = log(p* e^(sE) + (1 - p*) e^(-sE))`` and a
 composition adds these (thesis Def 3.3.7, Prop 3.3.8). Their characteristic functions do not decay, so Fourier
-inversion would need ~1/rtol nodes; a ledger of them alone (at most ``MAX_ATOMS`` composed outcomes) is
-enumerated exactly instead (:func:`two_point_lattice`, :class:`accountants.fourier_inversion.TwoPointLedger`).
+inversion would need ~1/rtol nodes; a ledger of them alone (at most ``MAX_ATOMS`` composed outcomes besides the
+group of most runs, :func:`accountants.two_point_ledger.enumerated_outcomes`) is enumerated exactly instead
+(:func:`two_point_lattice`, :class:`accountants.two_point_ledger.TwoPointLedger`).
 
 Laplace split: a Laplace loss (``t = sensitivity / scale``) is ``M = A + C``, atoms ``A`` at ``+-t`` and a
 continuous part ``C`` (:func:`mechanisms.closed_form_enclosures.laplace_split_enclosure`). For a ledger of Laplace
@@ -26,7 +27,7 @@ import typing
 
 import numpy as np
 
-from dpledger.accountants.fourier_inversion import MAX_ATOMS, TwoPointLedger
+from dpledger.accountants.two_point_ledger import MAX_ATOMS, TwoPointLedger, enumerated_outcomes
 from dpledger.mechanisms import _logmath, closed_form_enclosures
 from dpledger.mechanisms.relations import Direction
 
@@ -101,7 +102,7 @@ def two_point_lattice(compiled):
     if mu2 or others or not e_values.size:
         return None
     keep = e_values > 0.0
-    if float(np.prod(counts[keep] + 1.0)) > MAX_ATOMS:
+    if enumerated_outcomes(counts[keep]) > MAX_ATOMS:
         return None
     return TwoPointLedger(e_values[keep], counts[keep])
 
@@ -132,7 +133,7 @@ def laplace_split(compiled):
     ns = np.array([n for _, n in laplace], dtype=np.float64)
     keep = e_values > 0.0
     two_e, two_n = e_values[keep], counts[keep]
-    if float(np.prod(two_n + 1.0) * np.prod(ns + 1.0) * np.prod([n + 1.0 for _, n in asymmetric])) > MAX_ATOMS:
+    if enumerated_outcomes(np.concatenate((two_n, ns, [n for _, n in asymmetric]))) > MAX_ATOMS:
         return None
     log_pos = -np.log1p(np.exp(-two_e))
     largest = np.concatenate((two_e, ts, [max(abs(a["remove"][0]), abs(a["remove"][1])) for a, _ in asymmetric]))

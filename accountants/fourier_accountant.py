@@ -16,10 +16,12 @@ Paths, by ledger:
   Poisson-subsampled version): that profile, with its rounding bounded (``Mechanism.delta_bounds_one_run``);
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
-* only two-point entries (at most ``MAX_ATOMS`` composed outcomes): exact enumeration with bounded rounding
+* only two-point entries (at most ``MAX_ATOMS`` composed outcomes, not counting the group of most runs, which is
+  summed through its tail sums: :mod:`accountants.two_point_ledger`): exact enumeration with bounded rounding
   (:func:`accountants._fourier_atoms.two_point_lattice`);
-* Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms; Poisson-subsampled
-  two-point entries, whose atoms differ between the directions, make one split per direction): the all-atom part
+* Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms, counted the same way;
+  Poisson-subsampled two-point entries, whose atoms differ between the directions, make one split per direction):
+  the all-atom part
   of the law is enumerated exactly and only the rest, whose transform decays like 1/u, is Fourier-inverted
   (:func:`accountants._fourier_atoms.laplace_split`); where that cannot reach ``rtol`` (a few Laplace runs, a tiny
   delta), the privacy buckets (below);
@@ -86,19 +88,17 @@ from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEM
     split_epsilon_bounds,
 )
 from dpledger.accountants.fourier_inversion import (
-    MAX_ATOMS,
     MAX_DAMPING,
     MAX_DAMPING_CLOSED_FORM,
     MAX_DAMPING_ENCLOSED,
     Bounds,
-    LedgerMax,
-    TwoPointLedger,
     chernoff_log_delta,
     log_chernoff_constant,
 )
 from dpledger.accountants.privacy_buckets import BucketLedger
 from dpledger.accountants.report import BoundKind, PrivacyReport
 from dpledger.accountants.risk import tradeoff_lower_bound
+from dpledger.accountants.two_point_ledger import MAX_ATOMS, LedgerMax, TwoPointLedger, enumerated_outcomes
 from dpledger.mechanisms import _logmath, _tilts, _validate, closed_form_enclosures, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import composed_delta
@@ -436,7 +436,7 @@ class FourierAccountant:
                 if atoms["remove"][:2] != (0.0, 0.0):  # a zero loss adds nothing
                     groups.append((atoms, n))
             result = None
-            if groups and float(np.prod([n + 1.0 for _, n in groups])) <= MAX_ATOMS:
+            if groups and enumerated_outcomes([n for _, n in groups]) <= MAX_ATOMS:
                 result = LedgerMax([TwoPointLedger(atoms=[(atoms[d], n) for atoms, n in groups])
                                     for d in ("remove", "add")])
             self._derived["atoms"] = result

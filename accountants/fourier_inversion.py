@@ -36,22 +36,22 @@ L))_+]``; and since ``0 <= (1 - e^(eps - L))_+ <= 1``, ``delta_body <= delta <= 
 is refused for such laws.
 
 Ledgers of two-point losses only (randomized response, pure DP) do not need any of this: their profile is a
-finite sum, enumerated by :class:`TwoPointLedger` with its float64 rounding bounded.
+finite sum, enumerated by :class:`accountants.two_point_ledger.TwoPointLedger` with its float64 rounding bounded
+(re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
 
-from dpledger.accountants._roots import brentq
 from dpledger.accountants.conversions import minimize_over_orders
 from dpledger.accountants.report import Bounds
+from dpledger.accountants.two_point_ledger import MAX_ATOMS, TwoPointLedger
 from dpledger.mechanisms._tilts import exact_tilt
 
 __all__ = [
@@ -624,106 +624,3 @@ def with_left_out(upper: float, left_out: float) -> float:
     if left_out:
         upper = (upper + left_out) * (1.0 + 2.0 * _EPS)
     return min(upper, 1.0)
-
-
-#: Largest number of composed outcomes enumerated exactly for ledgers of two-point losses.
-MAX_ATOMS = 1 << 21
-
-
-class TwoPointLedger:
-    """Exact privacy profile of a composition of two-point losses, with float64 rounding bounded.
-
-    Group ``i`` (``n_i`` runs) has loss ``l1_i`` with probability ``P1_i`` and ``l0_i`` with ``P0_i`` under the
-    first distribution of its pair. Given as ``e_values`` (symmetric losses ``+-E_i``) with optional ``log_masses``
-    ``(log P(+E), log P(-E))`` per group (default: the pair (Bernoulli(p*), Bernoulli(1 - p*)) of randomized
-    response, ``p* = 1 / (1 + e^-E)``), or as ``atoms``: ``(l1, l0, log P1, log P0)`` per group (asymmetric pairs,
-    e.g. Poisson-subsampled randomized response in one direction; :meth:`mechanisms.base.Mechanism.loss_atoms`).
-
-    Outcome ``j = (j_1, ...)`` (``j_i`` runs at ``l1_i``) has loss ``l_j = sum j_i l1_i + (n_i - j_i) l0_i`` and
-    probability ``prod C(n_i, j_i) P1_i^j_i P0_i^(n_i - j_i)``; ``delta(eps) = sum_j P_j (1 - e^(eps - l_j))_+``.
-    Rounding: each loss is within ``eta`` of its exact value and each log-probability within ``rho``, both from
-    the magnitudes of the summands (inputs within a few ulps of their exact values); ``upper`` / ``lower`` shift
-    every loss by ``+-eta`` and scale by ``e^(+-rho)``, and the summation error (positive terms) is added
-    relatively.
-    """
-
-    def __init__(
-        self,
-        e_values: Iterable[float] = (),
-        counts: Iterable[int] = (),
-        log_masses: Sequence[tuple[float, float]] | None = None,
-        *,
-        atoms: Iterable[tuple[tuple[float, float, float, float], int]] | None = None,
-    ):
-        groups = []
-        for i, (e, n) in enumerate(zip(e_values, counts)):
-            if log_masses is None:
-                log_pos = -np.log1p(np.exp(-e))  # log p*
-                log_neg = log_pos - e  # log (1 - p*)
-            else:  # a sub-probability two-point part (the atoms of a Laplace loss)
-                log_pos, log_neg = log_masses[i]
-            groups.append((float(e), -float(e), float(log_pos), float(log_neg), int(n)))
-        if atoms is not None:
-            groups += [(float(l1), float(l0), float(p1), float(p0), int(n)) for (l1, l0, p1, p0), n in atoms]
-        loss, log_p = np.zeros(1), np.zeros(1)
-        loss_mag, logp_mag = 0.0, 0.0
-        for l1, l0, log_pos, log_neg, n in groups:
-            j = np.arange(n + 1, dtype=np.float64)
-            log_binom = special.gammaln(n + 1.0) - special.gammaln(j + 1.0) - special.gammaln(n - j + 1.0)
-            group_log_p = log_binom + j * log_pos + (n - j) * log_neg
-            group_loss = j * l1 + (n - j) * l0
-            loss = (loss[:, None] + group_loss[None, :]).ravel()
-            log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
-            loss_mag += n * max(abs(l1), abs(l0))
-            logp_mag += 3.0 * special.gammaln(n + 1.0) + n * (abs(log_pos) + abs(log_neg))
-        self.loss = loss
-        self.prob = np.exp(log_p)
-        self.eta = 8.0 * _EPS * (loss_mag + 1.0) * (len(groups) + 1)
-        self.rho = 8.0 * _EPS * (logp_mag + 1.0) * (len(groups) + 1)
-
-    def delta_bounds(self, epsilon: float) -> Bounds:
-        def total(shift):
-            with np.errstate(over="ignore"):  # e^(eps - l) overflowing is a term (1 - e^(eps - l))_+ = 0, exactly
-                terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
-            return float(np.sum(terms))
-
-        slack = _EPS * (np.log2(self.loss.size) + 4.0)
-        upper = min(total(-self.eta) * np.exp(self.rho) * (1.0 + slack), 1.0)
-        lower = max(total(self.eta) * np.exp(-self.rho) * (1.0 - slack), 0.0)
-        estimate = min(max(total(0.0), lower), upper)
-        return Bounds(lower=lower, estimate=estimate, upper=upper)
-
-    def epsilon_bounds(self, delta: float, pure: float) -> Bounds:
-        def smallest(field):
-            """Smallest epsilon in [0, pure] with the ``field`` delta at most ``delta`` (non-increasing)."""
-            excess = lambda e: getattr(self.delta_bounds(e), field) - delta  # noqa: E731
-            if excess(0.0) <= 0:
-                return 0.0
-            if excess(pure) > 0:  # only rounding can make this happen: the pure epsilon always holds
-                return pure
-            root = brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
-            step = max(root * 1e-15, 1e-300)
-            while excess(root) > 0 and root < pure:
-                root, step = min(root + step, pure), 2.0 * step
-            return root
-
-        upper = smallest("upper")
-        # the lower-delta curve crosses delta at its root: just below it even the lower delta exceeds delta
-        lower = min(smallest("lower") * (1.0 - 1e-14), upper)
-        estimate = min(max(smallest("estimate"), lower), upper)
-        return Bounds(lower=lower, estimate=estimate, upper=upper)
-
-
-class LedgerMax:
-    """``delta(eps) = max_d delta_d(eps)`` over exact ledgers of the two directions (thesis Thm 3.3.5): the maximum
-    of the lower, estimate and upper bounds (each bracket holds, so the maximum's does); epsilon by the same search
-    as :meth:`TwoPointLedger.epsilon_bounds`."""
-
-    def __init__(self, ledgers: Iterable[TwoPointLedger]):
-        self.ledgers = tuple(ledgers)
-
-    def delta_bounds(self, epsilon: float) -> Bounds:
-        parts = [ledger.delta_bounds(epsilon) for ledger in self.ledgers]
-        return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
-
-    epsilon_bounds = TwoPointLedger.epsilon_bounds

@@ -61,4 +61,7 @@ def test_subsampled_pure_dp_and_fallbacks():
     big = FourierAccountant()
     for p in (0.6, 0.7, 0.8):
         big.compose(PoissonSubsampled(RandomizedResponse(p=p), 0.01), count=200)
+    # 201^3 outcomes: enumerated with the group of most runs summed through its tail sums (201^2 enumerated)
+    assert big._atom_lattice() is not None and big.bound_kind is BoundKind.UPPER
+    big.compose(PoissonSubsampled(RandomizedResponse(p=0.9), 0.01), count=200)  # 201^3 even without the largest
     assert big._atom_lattice() is None and big.bound_kind is BoundKind.UPPER
