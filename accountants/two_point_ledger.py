@@ -10,8 +10,9 @@ j_i) l0_i`` and probability ``prod C(n_i, j_i) P1_i^j_i P0_i^(n_i - j_i)``, and:
 The characteristic function of such a ledger does not decay, so Fourier inversion cannot certify it (issue 14 item
 4); the sum is finite and is formed exactly.
 
-**Enumeration.** Up to :data:`MAX_ATOMS` composed outcomes are enumerated. Beyond, the group with the most runs
-(the *tail group*, ``n + 1`` outcomes ``l(k)`` in increasing order with probabilities ``p(k)``) is not enumerated:
+**Enumeration.** Up to :data:`MAX_ATOMS` composed outcomes are enumerated. The group with the most runs, where it
+has at least :data:`TAIL_MIN_RUNS` or the outcomes would exceed :data:`MAX_ATOMS` (the *tail group*, ``n + 1``
+outcomes ``l(k)`` in increasing order with probabilities ``p(k)``), is not enumerated:
 for each outcome ``o`` of the other groups (loss ``l_o``, probability ``P_o``; at most ``MAX_ATOMS`` of them), with
 ``c = eps - l_o`` and ``J`` the first ``k`` with ``l(k) > c``::
 
@@ -45,7 +46,7 @@ from scipy import special
 from dpledger.accountants._roots import brentq
 from dpledger.accountants.report import Bounds
 
-__all__ = ["LedgerMax", "MAX_ATOMS", "TwoPointLedger"]
+__all__ = ["LedgerMax", "MAX_ATOMS", "TAIL_MIN_RUNS", "TwoPointLedger", "enumerated_outcomes"]
 
 _EPS = np.finfo(np.float64).eps
 _U = _EPS / 2.0
@@ -53,6 +54,10 @@ _U = _EPS / 2.0
 #: Largest number of composed outcomes enumerated exactly for ledgers of two-point losses (beyond, the group with
 #: the most runs is summed through its tail sums: the others' outcomes must stay within this number).
 MAX_ATOMS = 1 << 21
+#: A group of at least this many runs is the tail group whatever the number of outcomes (the largest such): a query
+#: then costs ``O(K log n)`` for ``K`` enumerated outcomes instead of ``O(K n)`` (randomized response x 3,717 with
+#: pure DP x 105: 394,000 outcomes, 1.1 s for epsilon before; a single group of 300,000 runs: 0.27 s).
+TAIL_MIN_RUNS = 64
 #: Outcomes of the enumerated groups handled at once by a tail-group query (bounds its temporary arrays).
 _CHUNK = 1 << 16
 
@@ -123,7 +128,8 @@ class TwoPointLedger:
         loss_mag = sum(g[4] * max(abs(g[0]), abs(g[1])) for g in groups)
         logp_mag = sum(3.0 * special.gammaln(g[4] + 1.0) + g[4] * (abs(g[2]) + abs(g[3])) for g in groups)
         tail = None
-        if float(np.prod([g[4] + 1.0 for g in groups])) > MAX_ATOMS:
+        if groups and (max(g[4] for g in groups) >= TAIL_MIN_RUNS
+                       or float(np.prod([g[4] + 1.0 for g in groups])) > MAX_ATOMS):
             tail = groups.pop(int(np.argmax([g[4] for g in groups])))
         loss, log_p = np.zeros(1), np.zeros(1)
         for group in groups:

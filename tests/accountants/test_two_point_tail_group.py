@@ -1,6 +1,7 @@
-"""Two-point ledgers beyond MAX_ATOMS composed outcomes (accountants.two_point_ledger): the group with the most runs
-is summed through its tail sums. Its intervals contain the exact profile (mpmath, every outcome enumerated at 50
-digits), agree with the full enumeration, and the accountant certifies ledgers it left to the privacy buckets."""
+"""Two-point ledgers with a tail group (accountants.two_point_ledger): the group with the most runs, where it has
+many or the outcomes exceed MAX_ATOMS, is summed through its tail sums. Its intervals contain the exact profile
+(mpmath, every outcome enumerated at 50 digits), agree with the full enumeration, and the accountant certifies
+ledgers it left to the privacy buckets."""
 
 import itertools
 import math
@@ -37,10 +38,11 @@ def _exact_delta(groups, epsilon):
 
 
 def _forced(build):
-    """``(full, split)``: ``build()`` as it is, and with MAX_ATOMS one below the ledger's full product of outcomes
-    (the tail group is used)."""
-    full = build()
+    """``(full, split)``: ``build()`` with every outcome enumerated, and with the tail group (MAX_ATOMS one below
+    the ledger's full product of outcomes)."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(two_point_ledger, "TAIL_MIN_RUNS", 1 << 40)
+        full = build()
         patch.setattr(two_point_ledger, "MAX_ATOMS", full.loss.size - 1)
         split = build()
     assert full._tail is None and split._tail is not None
@@ -77,6 +79,16 @@ def test_symmetric_groups_contain_the_exact_profile_far_in_the_tail(epsilon):
         b = ledger.delta_bounds(epsilon)
         assert b.lower <= exact <= b.upper
         assert b.upper - b.lower <= 1e-9 * float(exact)
+
+
+def test_single_large_groups_take_the_tail_sums_and_contain_the_exact_profile():
+    # one group of 200 runs (at least TAIL_MIN_RUNS): no enumeration at all, the group's tail sums only
+    ledger = TwoPointLedger([0.4], [200])
+    assert ledger._tail is not None and ledger.loss.size == 1
+    for epsilon in (0.0, 5.0, 20.0, 40.0):
+        exact = _exact_delta([((0.4, -0.4, 1 / (1 + mpmath.exp(-mpmath.mpf(0.4)))), 200)], epsilon)
+        b = ledger.delta_bounds(epsilon)
+        assert b.lower <= exact <= b.upper and b.upper - b.lower <= 1e-9 * float(exact)
 
 
 def test_enumerated_outcomes_leaves_out_the_largest_group_only_beyond_the_limit():
