@@ -145,17 +145,20 @@ class TwoPointLedger:
 
     def _total(self, epsilon, shift, upper):
         """The sum at losses moved by ``-shift`` (``c = epsilon + shift - l``), made an upper (``upper``) or lower
-        bound on its exact value at the rounded inputs (module docstring, "Rounding")."""
+        bound on its exact value at the rounded inputs (module docstring, "Rounding"): each term's own roundings
+        (``expm1`` within 2u, a product and an addition within u each: ``8u`` with room; a tail group's sums bound
+        theirs) and the sum's (:func:`_positive_sum`)."""
         if self._tail is None:
             with np.errstate(over="ignore"):  # e^(eps - l) overflowing is a term (1 - e^(eps - l))_+ = 0, exactly
                 terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
-            total, rel = _positive_sum(terms)
-            return total * (1.0 + rel) if upper else total * (1.0 - rel)
-        parts = []
-        for start in range(0, self.loss.size, _CHUNK):
-            loss, prob = self.loss[start:start + _CHUNK], self.prob[start:start + _CHUNK]
-            parts.append(prob * self._tail.sums(epsilon + shift - loss, upper))
-        total, rel = _positive_sum(np.concatenate(parts))
+        else:
+            parts = []
+            for start in range(0, self.loss.size, _CHUNK):
+                loss, prob = self.loss[start:start + _CHUNK], self.prob[start:start + _CHUNK]
+                parts.append(prob * self._tail.sums(epsilon + shift - loss, upper))
+            terms = np.concatenate(parts)
+        total, rel = _positive_sum(terms)
+        rel += 8.0 * _U
         return total * (1.0 + rel) if upper else total * (1.0 - rel)
 
     def delta_bounds(self, epsilon: float) -> Bounds:
@@ -243,8 +246,9 @@ class _TailGroup:
             tail = t_p * -np.expm1(np.minimum(x, 0.0))
         if upper is None:
             return direct + tail
-        # the direct term: p(J) within 2u (exp), expm1 and the difference c - l within a few u of |c| + |l|
-        d_rel = 4.0 * _U + 2.0 * _U * (np.abs(c) + np.abs(self.loss[jd])) * np.where(
+        # the direct term: p(J) within u (exp), expm1 within 2u, their product within u; the difference c - l within
+        # u of |c| + |l| (doubled), amplified by expm1's relative slope
+        d_rel = 6.0 * _U + 2.0 * _U * (np.abs(c) + np.abs(self.loss[jd])) * np.where(
             has_direct, np.exp(np.minimum(c - self.loss[jd], 0.0)) / np.maximum(
                 -np.expm1(np.minimum(c - self.loss[jd], 0.0)), 1e-300), 0.0)
         # the tail term: T_P's exponential (its log's error, 2u), and 1 - e^x with x off by dx (module docstring)
