@@ -27,6 +27,7 @@ import typing
 
 import numpy as np
 
+from dpledger.accountants._laplace_first_order import ExactParts, FirstOrder, second_order, second_order_sup_factor
 from dpledger.accountants.two_point_ledger import MAX_ATOMS, TwoPointLedger, enumerated_outcomes
 from dpledger.mechanisms import _logmath, closed_form_enclosures
 from dpledger.mechanisms.relations import Direction
@@ -40,12 +41,15 @@ _U = _logmath.EPS / 2.0
 class LaplaceSplit(typing.NamedTuple):
     """A Laplace ledger split into its atoms and the rest (module docstring)."""
 
-    #: The all-atom part ``D``, enumerated exactly.
+    #: The all-atom part ``D``, enumerated exactly, with the first-order part where that is priced exactly
+    #: (:class:`accountants._laplace_first_order.ExactParts`); anything with ``delta_bounds(epsilon)``.
     atoms: TwoPointLedger
-    #: ``s -> (log R~(s), log E(s))`` at the Fourier nodes, ``|R - e^(log R~)| <= E`` (float rounding bounded).
-    node_enclosure: typing.Callable
-    #: ``(kappa, u_min) -> log sup_{|u| >= u_min} |R(kappa + iu)|``.
-    sup: typing.Callable
+    #: ``s -> (log R~(s), log E(s))`` at the Fourier nodes, ``|R - e^(log R~)| <= E`` (float rounding bounded); R is
+    #: the whole rest, or its second-order part where ``atoms`` holds the first-order part too
+    #: (:mod:`accountants._laplace_first_order`); None where nothing is left to invert (a single Laplace run).
+    node_enclosure: typing.Callable | None
+    #: ``(kappa, u_min) -> log sup_{|u| >= u_min} |R(kappa + iu)|`` (None with ``node_enclosure``).
+    sup: typing.Callable | None
     #: Smallest damping of its plans (:func:`split_min_damping`).
     min_damping: float = 0.25
 
@@ -148,9 +152,70 @@ def laplace_split(compiled):
             log_masses=list(zip(log_pos, log_pos - two_e)) + [(-np.log(2.0), -t - np.log(2.0)) for t in ts],
             atoms=groups.asymmetric,
         )
-        splits.append((direction, LaplaceSplit(atoms, functools.partial(_rest_enclosure, groups=groups),
-                                               functools.partial(_rest_sup, groups=groups), min_damping)))
+        first = _first_order(groups, two_e, two_n, ts, ns, log_pos)
+        if first is None:  # the rest R, all of it inverted
+            splits.append((direction, LaplaceSplit(atoms, functools.partial(_rest_enclosure, groups=groups),
+                                                   functools.partial(_rest_sup, groups=groups), min_damping)))
+        elif ns.sum() == 1.0:  # one Laplace run: R is the first-order part alone, priced exactly
+            splits.append((direction, LaplaceSplit(ExactParts(atoms, first), None, None, min_damping)))
+        else:  # R_1 priced exactly, R_2 inverted
+            splits.append((direction, LaplaceSplit(ExactParts(atoms, first),
+                                                   functools.partial(_second_enclosure, groups=groups),
+                                                   functools.partial(_second_sup, groups=groups), min_damping)))
     return tuple(splits)
+
+
+#: Most outcomes of one Laplace group's all-atom ledger with a run fewer for which the first-order part is priced
+#: exactly (:mod:`accountants._laplace_first_order`; each query enumerates them): a performance choice. Beyond,
+#: the whole rest is inverted as before (Laplace x 10^6: a million outcomes per query would cost more than the
+#: inversion saves).
+FIRST_ORDER_MAX_OUTCOMES = 1 << 19
+
+
+def _first_order(groups, two_e, two_n, ts, ns, log_pos):
+    """The :class:`accountants._laplace_first_order.FirstOrder` of one direction (its groups ``groups``), or None
+    where some Laplace group's all-atom ledger with a run fewer has more than :data:`FIRST_ORDER_MAX_OUTCOMES`
+    outcomes."""
+    parts = []
+    for i, (t, n) in enumerate(zip(ts, ns)):
+        fewer = ns.copy()
+        fewer[i] -= 1.0
+        sizes = np.concatenate((two_n, fewer, [m for _, m in groups.asymmetric])) + 1.0
+        if float(np.prod(sizes)) > FIRST_ORDER_MAX_OUTCOMES:
+            return None
+        ledger = TwoPointLedger(
+            np.concatenate((two_e, ts)),
+            np.concatenate((two_n, fewer)),
+            log_masses=list(zip(log_pos, log_pos - two_e)) + [(-np.log(2.0), -u - np.log(2.0)) for u in ts],
+            atoms=groups.asymmetric,
+            enumerate_all=True,
+        )
+        parts.append((float(t), float(n), ledger))
+    return FirstOrder(parts)
+
+
+def _second_enclosure(s, groups):
+    """``(log R_2~, log E)`` of the second-order rest ``R_2 = D (e^Z - 1 - W)``
+    (:func:`accountants._laplace_first_order.second_order`), combined with ``D``'s enclosure as
+    :func:`_rest_enclosure` combines ``e^Z - 1``'s."""
+    s = np.asarray(s, dtype=np.complex128)
+    flat = s.reshape(-1)
+    log_d, d_log_d, z, d_z, ratios = _atoms_part(flat, groups)
+    log_f, log_err_f = second_order(z, d_z, ratios)
+    return _combined(log_d, d_log_d, log_f, log_err_f, s.shape)
+
+
+def _second_sup(kappa, u_min, groups):
+    """``|R_2| <= D(c) ((1 + rho)^N - 1 - N rho) <= D(c) (e^x - 1 - x)``, ``x = N log(1 + rho)``, ``rho = 1 / |1 +
+    2c' + 2iu|`` (:func:`_rest_sup`'s bound on each ``|C_i| / A_i(c)``; the expansion of ``prod (A_i + C_i)^n_i``
+    keeps the products with two or more continuous factors, and ``N rho >= x``), ``D(c)`` the upper end of its
+    enclosure, the rest raised by a few ulps of its parts."""
+    log_d, d_log_d = _atoms_part(np.array([complex(kappa)]), groups)[:2]
+    c = kappa if kappa >= -0.5 else -1.0 - kappa
+    x = float(groups.ns.sum()) * float(np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min))) * (1.0 + 4.0 * _U)
+    log_rest = second_order_sup_factor(x)
+    upper = float(np.real(log_d[0])) + float(d_log_d[0]) + log_rest
+    return upper + 8.0 * _logmath.EPS * (abs(upper) + abs(log_rest) + abs(x) + 1.0)
 
 
 class _SplitGroups(typing.NamedTuple):
@@ -192,8 +257,9 @@ def split_min_damping(losses, counts):
 
 
 def _atoms_part(s, groups):
-    """``(log D~, bound on |log D - log D~|, Z~, bound on |Z - Z~|)`` at the nodes, ``D = prod B_j^n_j prod A_i^n_i``
-    and ``Z = sum_i n_i log(1 + C_i / A_i)``, so that ``R = D (e^Z - 1)``: the symmetric two-point groups'
+    """``(log D~, bound on |log D - log D~|, Z~, bound on |Z - Z~|, ratios)`` at the nodes, ``D = prod B_j^n_j prod
+    A_i^n_i`` and ``Z = sum_i n_i log(1 + r_i)``, ``r_i = C_i / A_i``, so that ``R = D (e^Z - 1)``; ``ratios`` holds
+    ``(n_i, r_i~, bound on |r_i - r_i~|)`` per Laplace group: the symmetric two-point groups'
     (:func:`mechanisms.closed_form_enclosures.bernoulli_terms`), the asymmetric ones'
     (:func:`mechanisms.closed_form_enclosures.atoms_log_mgf_enclosure`, its absolute error ``E`` over ``|m~|``
     doubled: :func:`~mechanisms.closed_form_enclosures.log_of_perturbed`; their atoms within ``4 eps`` relative,
@@ -223,9 +289,12 @@ def _atoms_part(s, groups):
         d_log_d = d_log_d + n * d_value + 2.0 * _U * (np.abs(n * value) + np.abs(log_d))
     z = np.zeros(s.shape, dtype=np.complex128)
     d_z = np.zeros(s.shape)
+    ratios = []
     with np.errstate(divide="ignore"):
         for t, n in zip(ts, ns):
             log_a, d_log_a, ratio, d_ratio = closed_form_enclosures.laplace_split_enclosure(z_arg, t)
+            # C / A at the reflected argument (the Laplace pair is symmetric); no bound where reflecting was inexact
+            ratios.append((float(n), ratio, np.where(reflection > 0.0, np.inf, d_ratio)))
             log1p = np.log1p(ratio)
             d_log1p = (closed_form_enclosures.log_rounding_at(log1p)
                        + closed_form_enclosures.log_of_perturbed(1.0 + ratio, d_ratio))
@@ -235,7 +304,7 @@ def _atoms_part(s, groups):
             d_z = d_z + n * d_log1p + 2.0 * _U * (np.abs(n * log1p) + np.abs(z))
     d_log_d = (d_log_d + runs * reflection) * (1.0 + 8.0 * _U)
     d_z = (d_z + float(ns.sum()) * reflection) * (1.0 + 8.0 * _U)
-    return log_d, d_log_d, z, d_z
+    return log_d, d_log_d, z, d_z, ratios
 
 
 def _rest_enclosure(s, groups):
@@ -246,12 +315,20 @@ def _rest_enclosure(s, groups):
     (e^dD e^(log E_L) + |e^L~| (expm1(dD) + expm1(th)))``, formed in logs and raised by a few ulps of its parts."""
     s = np.asarray(s, dtype=np.complex128)
     flat = s.reshape(-1)
-    log_d, d_log_d, z, d_z = _atoms_part(flat, groups)
+    log_d, d_log_d, z, d_z, _ = _atoms_part(flat, groups)
     log_e1, log_err_e1 = closed_form_enclosures.log_expm1_enclosure(z, d_z)
-    value = log_d + log_e1
+    return _combined(log_d, d_log_d, log_e1, log_err_e1, s.shape)
+
+
+def _combined(log_d, d_log_d, log_f, log_err_f, shape):
+    """``(log D~ + log F~, log E)`` for the product ``D F`` with ``D = D~ e^d`` (``|d| <= d_log_d``) and ``|F -
+    e^(log F~)| <= e^(log_err_f)``, the final sum within ``th = u |log D~ + log F~|``: ``|D F - e^(value)| <= |D~|
+    (e^dD e^(log_err_f) + |e^(log F~)| (expm1(dD) + expm1(th)))``, formed in logs and raised by a few ulps of its
+    parts."""
+    value = log_d + log_f
     theta = 1.5 * _U * np.abs(value)
-    with np.errstate(divide="ignore"):
-        relative = np.real(log_e1) + np.log(np.expm1(d_log_d) + np.expm1(theta))
-        inner = np.logaddexp(d_log_d + log_err_e1, relative)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.real(log_f) + np.log(np.expm1(d_log_d) + np.expm1(theta))
+        inner = np.logaddexp(d_log_d + log_err_f, relative)
         log_err = np.real(log_d) + inner + 4.0 * _logmath.EPS * (np.abs(np.real(log_d)) + np.abs(inner) + 1.0)
-    return value.reshape(s.shape), log_err.reshape(s.shape)
+    return value.reshape(shape), log_err.reshape(shape)

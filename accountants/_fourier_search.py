@@ -1053,6 +1053,8 @@ def _split_direction_delta(lm, epsilon, split, chernoff, *, rtol, max_terms, max
             return near_one
     kappa = max(kappa, split.min_damping)
     exact = atoms.delta_bounds(epsilon)
+    if split.node_enclosure is None:  # nothing left to invert: the exact parts are the whole delta
+        return exact
     tolerance = rtol * max(exact.estimate, np.exp(log_chernoff) * 1e-3) / 16.0
     for _ in range(4):
         plan = _split_plan(lm, epsilon, tolerance, split, kappa, max_terms=max_terms, max_damping=max_damping)
@@ -1117,15 +1119,19 @@ def split_epsilon_bounds(pairs, delta, pure, *, rtol, max_terms, max_damping):
     tolerance, plan_eps = rtol * delta / 16.0, max(0.8 * hi, hi - 3.0 / kappa)  # as in direction_epsilon_bounds
 
     for _ in range(4):
-        plans = [(split.atoms, _split_plan(lm, plan_eps, tolerance, split, kappa, max_terms=max_terms,
-                                           max_damping=max_damping)) for lm, split in pairs]
-        plan = plans[0][1]
+        # a direction with nothing left to invert (a single Laplace run, its first order priced exactly) has no plan
+        plans = [(split.atoms, None if split.node_enclosure is None else _split_plan(
+            lm, plan_eps, tolerance, split, kappa, max_terms=max_terms, max_damping=max_damping))
+            for lm, split in pairs]
+        plan = next((rest for _, rest in plans if rest is not None), None)
+        rate = kappa if plan is None else plan.kappa
 
         @functools.cache
         def totals(eps, plans=plans):
             """The three fields of the maximum over the directions at ``eps`` (each searched field asks for them
             all: one enumeration and one inversion per direction and epsilon)."""
-            parts = [(atoms.delta_bounds(eps), invert(rest, eps)[0]) for atoms, rest in plans]
+            parts = [(atoms.delta_bounds(eps), _NOTHING if rest is None else invert(rest, eps)[0])
+                     for atoms, rest in plans]
             return {f: max(getattr(a, f) + getattr(r, f) for a, r in parts) for f in ("lower", "estimate", "upper")}
 
         def excess(eps, field):
@@ -1139,15 +1145,15 @@ def split_epsilon_bounds(pairs, delta, pure, *, rtol, max_terms, max_damping):
             margin = 4.0 * _U * (abs(log_value) + abs(log_delta) + 2.0)
             return log_value - log_delta + {"upper": margin, "lower": -margin}.get(field, 0.0)
 
-        upper, found = certified_upper_root(log_excess, hi, cap=pure, rate=plan.kappa)
+        upper, found = certified_upper_root(log_excess, hi, cap=pure, rate=rate)
         if not found:
+            how = "" if plan is None else f"; damping {plan.kappa:.4g}, {plan.terms + 1} nodes (max_terms={max_terms})"
             raise AccuracyError(
                 f"FourierAccountant: the certified delta stays above {delta} up to epsilon {upper:.6g} "
-                f"(Laplace ledger); damping {plan.kappa:.4g}, {plan.terms + 1} nodes "
-                f"(max_terms={max_terms}), rtol={rtol}."
+                f"(Laplace ledger){how}, rtol={rtol}."
             )
         low, est, up = (excess(upper, f) + delta for f in ("lower", "estimate", "upper"))
-        if up - low <= rtol * est or upper == 0.0:
+        if up - low <= rtol * est or upper == 0.0 or plan is None:  # no plan: exact parts, nothing to refine
             break
         # Near the pure epsilon (tiny delta) the pure epsilon itself may be within rtol: it is an upper bound
         # ((pure, 0)-DP), and if the certified lower delta still exceeds delta just below it, so is the rest.
@@ -1163,6 +1169,10 @@ def split_epsilon_bounds(pairs, delta, pure, *, rtol, max_terms, max_damping):
             f"atoms enumerated exactly): at epsilon {upper:.10g} delta is in [{low:.6g}, {up:.6g}] with damping "
             f"{plan.kappa:.4g}, {plan.terms + 1} nodes (max_terms={max_terms}); raise max_terms or rtol."
         )
-    estimate = estimate_root(log_excess, upper, rate=plan.kappa) if upper > 0 else 0.0
-    lower = certified_lower_root(log_excess, estimate, refine=False, rate=plan.kappa)
+    estimate = estimate_root(log_excess, upper, rate=rate) if upper > 0 else 0.0
+    lower = certified_lower_root(log_excess, estimate, refine=False, rate=rate)
     return Bounds(lower=min(lower, estimate, upper), estimate=min(estimate, upper), upper=upper)
+
+
+#: The rest's delta where nothing is left to invert.
+_NOTHING = Bounds(0.0, 0.0, 0.0)

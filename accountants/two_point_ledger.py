@@ -111,6 +111,7 @@ class TwoPointLedger:
         log_masses: Sequence[tuple[float, float]] | None = None,
         *,
         atoms: Iterable[tuple[tuple[float, float, float, float], int]] | None = None,
+        enumerate_all: bool = False,
     ):
         groups = []
         for i, (e, n) in enumerate(zip(e_values, counts)):
@@ -127,9 +128,12 @@ class TwoPointLedger:
                              f"{MAX_ATOMS} composed outcomes even without the largest group.")
         loss_mag = sum(g[4] * max(abs(g[0]), abs(g[1])) for g in groups)
         logp_mag = sum(3.0 * special.gammaln(g[4] + 1.0) + g[4] * (abs(g[2]) + abs(g[3])) for g in groups)
+        if enumerate_all and float(np.prod([g[4] + 1.0 for g in groups])) > MAX_ATOMS:
+            raise ValueError(f"TwoPointLedger: the groups of {[g[4] for g in groups]} runs have more than "
+                             f"{MAX_ATOMS} composed outcomes (enumerate_all).")
         tail = None
-        if groups and (max(g[4] for g in groups) >= TAIL_MIN_RUNS
-                       or float(np.prod([g[4] + 1.0 for g in groups])) > MAX_ATOMS):
+        if groups and not enumerate_all and (max(g[4] for g in groups) >= TAIL_MIN_RUNS
+                                             or float(np.prod([g[4] + 1.0 for g in groups])) > MAX_ATOMS):
             tail = groups.pop(int(np.argmax([g[4] for g in groups])))
         loss, log_p = np.zeros(1), np.zeros(1)
         for group in groups:
@@ -168,6 +172,26 @@ class TwoPointLedger:
         lower = max(self._total(epsilon, eta, False) * np.exp(-self.rho) * (1.0 - 4.0 * _U), 0.0)
         estimate = min(max(self._estimate(epsilon), lower), upper)
         return Bounds(lower=lower, estimate=estimate, upper=upper)
+
+    def kernel_bounds(self, epsilon: float, kernel) -> Bounds:
+        """Bounds on ``sum_j P_j k(epsilon - l_j)`` for a non-negative, non-increasing ``k`` (every outcome
+        enumerated: ``enumerate_all``), where ``kernel(c)`` returns ``(k~(c), relative error bound)`` at the float
+        ``c``; the losses moved by ``eta`` as in :meth:`delta_bounds` (``k`` non-increasing, so moving them up can
+        only raise each term), the log-probabilities by ``rho``, the sum's rounding by :func:`_positive_sum`."""
+        if self._tail is not None:
+            raise ValueError("TwoPointLedger.kernel_bounds needs every outcome enumerated (enumerate_all=True).")
+        eta = self.eta + 4.0 * _U * (abs(epsilon) + self.eta + float(np.max(np.abs(self.loss))))
+
+        def total(shift, sign):
+            value, rel = kernel(epsilon + shift - self.loss)
+            terms = self.prob * value * (1.0 + sign * (rel + 4.0 * _U))  # the product and exp(log p): u each
+            out, sum_rel = _positive_sum(np.maximum(terms, 0.0))
+            return out * (1.0 + sign * sum_rel)
+
+        upper = total(-eta, 1.0) * np.exp(self.rho) * (1.0 + 4.0 * _U)
+        lower = max(total(eta, -1.0) * np.exp(-self.rho) * (1.0 - 4.0 * _U), 0.0)
+        estimate = float(np.sum(self.prob * kernel(epsilon - self.loss)[0]))
+        return Bounds(lower=lower, estimate=min(max(estimate, lower), upper), upper=upper)
 
     def _estimate(self, epsilon):
         if self._tail is None:

@@ -117,6 +117,23 @@ def log_laplace_rest(s, laplace_runs, two_point_runs=()):
         return log_d + _log(mp.expm1(z))
 
 
+def log_laplace_second_order(s, laplace_runs, two_point_runs=()):
+    """``log R_2(s)``, ``R_2 = D (prod (1 + r_i)^n_i - 1 - sum n_i r_i)`` (``r_i = C_i / A_i``): the products of the
+    split's rest with two or more continuous Laplace factors (:mod:`accountants._laplace_first_order`), at 50 digits
+    (no cancellation to fear there)."""
+    with mp.workdps(DPS):
+        log_d = mp.mpc(0)
+        z, w = mp.mpc(0), mp.mpc(0)
+        for e, n in two_point_runs:
+            log_d += n * log_two_point(s, e)
+        for t, n in laplace_runs:
+            a, c = laplace_parts(s, t)
+            log_d += n * _log(a)
+            z += n * mp.log1p(c / a)
+            w += n * c / a
+        return log_d + _log(mp.expm1(z) - w)
+
+
 def compare(log_exact, n, log_m, log_err):
     """``{"actual", "relative", "contract", "inversion"}``: ``log |M^n - exp(log_m)|`` (``M^n = exp(n log_exact)``),
     and the ratios of that error to ``|M^n|``, to the claimed bound ``exp(log_err)`` (``inf`` where the bound is 0
