@@ -458,7 +458,8 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
                     + sum_error * (1.0 + float(eps.max())))
         # panels tile [lo, hi] up to the rounding of their centres (_panel_log_errors)
         log_gaps = log_sups
-        fixed = np.exp(np.array([log_quad, log_left, log_right, dropped, log_gaps]) - peak).sum()
+        with np.errstate(over="ignore"):  # beyond float64 the bound is inf: NumericalError below, no warning
+            fixed = np.exp(np.array([log_quad, log_left, log_right, dropped, log_gaps]) - peak).sum()
         log_err = np.log((rounding + fixed) * (1.0 + 1e-10) + 1e-300) + peak
         with np.errstate(divide="ignore"):
             out[sel] = np.log(sums) + peak

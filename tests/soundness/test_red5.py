@@ -1,12 +1,13 @@
-"""Red-team regressions from red5 (issue 14's claims re-checked on 9b49405; reproducers in benchmarks/red5_repro.py).
+"""Red-team regressions from red5 (issue 14's claims re-checked on 9b49405).
 
-Float overflow inside the proven-bound code leaks as numpy's ``RuntimeWarning: overflow encountered in exp``. The
-bounds stay sound (the overflowed term is an error bound that becomes +inf, which the callers treat as "not
+Float overflow inside the proven-bound code leaked as numpy's ``RuntimeWarning: overflow encountered in exp``: in
+subsampled_gaussian_cf's remainder sum before its NumericalError, and in fourier_inversion._enclosure_error. The
+bounds stayed sound (the overflowed term is an error bound that becomes +inf, which the callers treat as "not
 certified here"), but where warnings are errors (this project's own pytest configuration, ``python -W error``,
-``np.seterr(over="raise")``) the warning is raised from inside the library in place of its documented errors or
+``np.seterr(over="raise")``) the warning was raised from inside the library in place of its documented errors or
 answer. Found through calibration, whose bracket walks through tiny noise multipliers: DP-SGD at q = 256/60000 with
-sigma 0.04 (10 steps) or sigma 0.03 (1,000 steps) raises it from ``FourierAccountant.epsilon_bounds``.
-"""
+sigma 0.04 (10 steps) or sigma 0.03 (1,000 steps) raised it from ``FourierAccountant.epsilon_bounds``. Both
+overflows are now the intended infinite bounds, without a warning."""
 
 import warnings
 from math import erfc, exp, sqrt
@@ -19,12 +20,6 @@ from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.subsampled_gaussian_cf import log_f_enclosure
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="red5: subsampled_gaussian_cf._log_f_enclosure's remainder sum np.exp(... - peak) overflows (line 461) "
-    "before its finiteness check raises NumericalError, so a RuntimeWarning escapes (an exception where warnings "
-    "are errors)",
-)
 def test_enclosure_beyond_float64_raises_its_own_error_without_overflow_warning():
     # The tilt and frequency FourierAccountant asked for on PoissonSubsampled(GaussianMechanism(0.04), 256/60000) x 10
     # (g = q, mu = 1 / sigma = 25): the enclosure is beyond float64 there, which it reports as NumericalError.
@@ -35,7 +30,7 @@ def test_enclosure_beyond_float64_raises_its_own_error_without_overflow_warning(
 
 
 def test_enclosure_beyond_float64_is_reported_as_numerical_error():
-    """The same call with warnings ignored: the documented error (so the xfail above fails only on the warning)."""
+    """The same call with warnings ignored: the documented error."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         with pytest.raises(NumericalError, match="beyond float64"):
@@ -68,12 +63,6 @@ def _exact_gaussian_delta(mu, eps):
     return phi(-eps / mu + mu / 2.0) - exp(eps) * phi(-eps / mu - mu / 2.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="red5: fourier_inversion._enclosure_error forms np.exp(top0 - kappa eps) (line 462) without a guard; "
-    "past float64 it overflows to inf (a sound, infinite rounding bound) with a RuntimeWarning, which escapes "
-    "invert (an exception where warnings are errors; DP-SGD sigma 0.03, q 256/60000, 1,000 steps reaches it)",
-)
 def test_invert_with_enclosure_errors_beyond_float64_warns_nothing():
     law = _GaussianLawWithLooseEnclosure(1.0, 800.0)
     plan = fi.make_plan(law, law.sup, 1.0, 1e-12, node_enclosure=law.enclosure)
