@@ -38,7 +38,7 @@ its magnitude plus ``4u``) added over the steps, each with weight at most 1.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import special
@@ -173,7 +173,7 @@ class TwoPointLedger:
         estimate = min(max(self._estimate(epsilon), lower), upper)
         return Bounds(lower=lower, estimate=estimate, upper=upper)
 
-    def kernel_bounds(self, epsilon: float, kernel) -> Bounds:
+    def kernel_bounds(self, epsilon: float, kernel: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]) -> Bounds:
         """Bounds on ``sum_j P_j k(epsilon - l_j)`` for a non-negative, non-increasing ``k`` (every outcome
         enumerated: ``enumerate_all``), where ``kernel(c)`` returns ``(k~(c), relative error bound)`` at the float
         ``c``; the losses moved by ``eta`` as in :meth:`delta_bounds` (``k`` non-increasing, so moving them up can
