@@ -96,6 +96,12 @@ class Mechanism(abc.ABC):
         """
         return None
 
+    def discrete_masses(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(log_p, log_q)``: the log-masses of a dominating pair on a finite set of outcomes (remove direction), or
+        ``None`` (the default). A Poisson-subsampled version of such a mechanism is again a pair on those outcomes
+        (:class:`~mechanisms.subsampled.PoissonSubsampled` prices it exactly)."""
+        return None
+
     def loss_atoms(self) -> dict | None:
         """The privacy loss as exact two-outcome atoms per direction, for accountants that enumerate compositions:
         ``{"remove": (l_1, l_0, log P(1), log P(0)), "add": (...)}`` (see

@@ -167,6 +167,11 @@ class DiscretePairMechanism(Mechanism):
     has_loss_buckets = True
     loss_is_discrete = True
 
+    def discrete_masses(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The normalised pair's ``(log_p, log_q)`` (each log-mass within ``4u (|log m| + 1)`` of the normalised
+        pair's, as :meth:`loss_buckets` allows); ``None`` where mass is missing (no pair: :meth:`approximate`)."""
+        return None if self.missing_mass else (self.log_p, self.log_q)
+
     def loss_buckets(self, edges: ArrayLike, direction: Direction) -> loss_buckets.LossBuckets:
         """Bucket masses of the atoms ``log p - log q`` (mass ``p``; add direction: ``log q - log p``, mass
         ``q``) of the normalised pair (:func:`mechanisms.loss_buckets.atom_buckets`)."""

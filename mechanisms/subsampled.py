@@ -106,7 +106,7 @@ class PoissonSubsampled(Mechanism):
             return True
         if q == 1.0:
             return self.mechanism.log_mgf_is_proven
-        return self.mechanism.has_subsampled_enclosure or self._two_point_base()
+        return self.mechanism.has_subsampled_enclosure or self._two_point_base() or self._discrete_base()
 
     @property
     def log_mgf_defined_everywhere(self) -> bool:
@@ -170,6 +170,43 @@ class PoissonSubsampled(Mechanism):
         flip = self.mechanism.dominating_randomized_response()
         return flip is not None and flip != 0
 
+    def _discrete_base(self):
+        """Whether the base is a pair on finitely many outcomes (:meth:`Mechanism.discrete_masses`) not dominated
+        by randomized response (those take :meth:`loss_atoms`), subsampled (``0 < q < 1``)."""
+        return (0.0 < self.sampling_probability < 1.0 and not self._two_point_base()
+                and self.mechanism.discrete_masses() is not None)
+
+    def _discrete_atoms(self, direction):
+        """``(losses, log-masses, loss errors, log-mass errors)`` of one direction of a subsampled discrete pair.
+
+        The remove pair of thesis Thm 3.3.5 is ``P' = (1 - g) Q + g P`` against ``Q`` on the base's outcomes: mass
+        ``log P'_j = logaddexp(log(1 - g) + log q_j, log g + log p_j)`` and loss ``r_j = log P'_j - log q_j``
+        (``+inf`` where ``q_j = 0``); the add pair ``(Q, P')``: mass ``log q_j``, loss ``-r_j``. Outcomes of zero
+        mass under both are left out. Errors: each base log-mass within ``4u (|log m| + 1)``
+        (:meth:`mechanisms.custom_pairs.DiscretePairMechanism.discrete_masses`); each argument of the
+        ``logaddexp`` within that plus ``2u`` of its parts; the ``logaddexp`` carries the larger input error
+        (its weights sum to 1) plus ``u |result| + 4u``; the loss, a difference, both errors plus ``u`` of
+        itself; all raised by 1%."""
+        log_p, log_q = (np.asarray(m, dtype=np.float64) for m in self.mechanism.discrete_masses())
+        g = self.sampling_probability
+        log_keep, log_g = math.log1p(-g), math.log(g)
+        u = _logmath.EPS / 2.0
+        with np.errstate(invalid="ignore"):
+            log_pp = np.logaddexp(log_keep + log_q, log_g + log_p)
+            keep = np.isfinite(log_pp)
+            err_p = 4.0 * u * (np.abs(np.where(np.isfinite(log_p), log_p, 0.0)) + 1.0)
+            err_q = 4.0 * u * (np.abs(np.where(np.isfinite(log_q), log_q, 0.0)) + 1.0)
+            arg_q = err_q + 2.0 * u * (abs(log_keep) + np.abs(np.where(np.isfinite(log_q), log_q, 0.0)))
+            arg_p = err_p + 2.0 * u * (abs(log_g) + np.abs(np.where(np.isfinite(log_p), log_p, 0.0)))
+            err_pp = (np.maximum(arg_q, arg_p) + u * np.abs(np.where(keep, log_pp, 0.0)) + 4.0 * u) * 1.01
+            r = np.where(np.isfinite(log_q), log_pp - log_q, np.inf)
+            err_r = np.where(np.isfinite(r), (err_pp + err_q + u * np.abs(np.where(np.isfinite(r), r, 0.0))) * 1.01,
+                             0.0)
+        if direction is Direction.REMOVE:
+            return r[keep], log_pp[keep], err_r[keep], err_pp[keep]
+        present = keep & np.isfinite(log_q)
+        return -r[present], log_q[present], err_r[present], err_q[present] * 1.01
+
     def dominating_randomized_response(self) -> fractions.Fraction | None:
         """The base's at ``q = 1`` (no subsampling), ``1/2`` at ``q = 0`` (nothing released); otherwise ``None``:
         a subsampled two-point pair is not a randomized-response pair (its two directions differ)."""
@@ -208,12 +245,14 @@ class PoissonSubsampled(Mechanism):
         q = self.sampling_probability
         if q in (0.0, 1.0):
             return q == 0.0 or self.mechanism.has_loss_buckets
-        return self.loss_atoms() is not None or self.mechanism.has_subsampled_loss_buckets
+        return self.loss_atoms() is not None or self._discrete_base() or self.mechanism.has_subsampled_loss_buckets
 
     @property
     def loss_is_discrete(self) -> bool:
         q = self.sampling_probability
-        return q == 0.0 or (self.mechanism.loss_is_discrete if q == 1.0 else self.loss_atoms() is not None)
+        if q in (0.0, 1.0):
+            return q == 0.0 or self.mechanism.loss_is_discrete
+        return self.loss_atoms() is not None or self._discrete_base()
 
     def loss_buckets(self, edges: ArrayLike, direction: Direction) -> loss_buckets.LossBuckets:
         """Proven bucket masses (:mod:`mechanisms.loss_buckets`): a zero loss at ``q = 0``, the base's at
@@ -226,6 +265,9 @@ class PoissonSubsampled(Mechanism):
             return self.mechanism.loss_buckets(edges, direction)
         if self.loss_atoms() is not None:
             return super(PoissonSubsampled, self).loss_buckets(edges, direction)
+        if self._discrete_base():
+            loss, log_mass, loss_err, mass_err = self._discrete_atoms(direction)
+            return loss_buckets.atom_buckets(loss, log_mass, edges, loss_error=loss_err, log_mass_error=mass_err)
         return self.mechanism.subsampled_loss_buckets(edges, direction, q)
 
     def approximate(self) -> tuple[Mechanism, float]:
@@ -369,7 +411,7 @@ class PoissonSubsampled(Mechanism):
         :meth:`Mechanism.log_mgf_upper`."""
         from dpledger.mechanisms.relations import Direction
 
-        if 0.0 < self.sampling_probability < 1.0 and self._two_point_base():
+        if 0.0 < self.sampling_probability < 1.0 and (self._two_point_base() or self._discrete_base()):
             # the upper end of the atoms' enclosure (its rounding bounded), the add direction's argument included
             return closed_form_enclosures.upper_from_enclosure(*self.log_mgf_enclosure(np.asarray(s, float), direction))
         if not (self.mechanism.has_subsampled_enclosure and direction is Direction.REMOVE
@@ -454,6 +496,9 @@ class PoissonSubsampled(Mechanism):
             return self._enclosure(s)
         if q != 0.0 and self._two_point_base():
             return self._atoms_enclosure(s)
+        if self._discrete_base():  # the remove pair's finitely many atoms (their rounding bounded)
+            loss, log_mass, loss_err, mass_err = self._discrete_atoms(Direction.REMOVE)
+            return closed_form_enclosures.atoms_log_mgf_enclosure(s, log_mass, loss, mass_err, loss_err)
         return Mechanism._log_mgf_enclosure(self, s)
 
     def _atoms_enclosure(self, s):
