@@ -101,26 +101,12 @@ def log_subsampled_two_point(s, e, q, remove=True):
         return _log(total)
 
 
-def log_laplace_rest(s, laplace_runs, two_point_runs=()):
+def log_laplace_rest(s, laplace_runs, two_point_runs=(), second_order=False):
     """``log R(s)``, ``R = M - D`` of a ledger of Laplace runs ``[(t, n), ...]`` and two-point runs ``[(E, n), ...]``:
     ``D = prod B_j^n_j prod A_i^n_i`` (the all-atom part), ``R = D (prod (1 + C_i / A_i)^n_i - 1)``, the last factor
-    by ``expm1`` of ``sum n_i log(1 + C_i / A_i)`` (no cancellation)."""
-    with mp.workdps(DPS):
-        log_d = mp.mpc(0)
-        z = mp.mpc(0)
-        for e, n in two_point_runs:
-            log_d += n * log_two_point(s, e)
-        for t, n in laplace_runs:
-            a, c = laplace_parts(s, t)
-            log_d += n * _log(a)
-            z += n * mp.log1p(c / a)
-        return log_d + _log(mp.expm1(z))
-
-
-def log_laplace_second_order(s, laplace_runs, two_point_runs=()):
-    """``log R_2(s)``, ``R_2 = D (prod (1 + r_i)^n_i - 1 - sum n_i r_i)`` (``r_i = C_i / A_i``): the products of the
-    split's rest with two or more continuous Laplace factors (:mod:`accountants._laplace_first_order`), at 50 digits
-    (no cancellation to fear there)."""
+    by ``expm1`` of ``sum n_i log(1 + C_i / A_i)`` (no cancellation). ``second_order``: ``R_2 = R - D sum n_i r_i``
+    (``r_i = C_i / A_i``), the products with two or more continuous Laplace factors
+    (:mod:`accountants._laplace_first_order`; at 50 digits no cancellation to fear)."""
     with mp.workdps(DPS):
         log_d = mp.mpc(0)
         z, w = mp.mpc(0), mp.mpc(0)
@@ -131,7 +117,12 @@ def log_laplace_second_order(s, laplace_runs, two_point_runs=()):
             log_d += n * _log(a)
             z += n * mp.log1p(c / a)
             w += n * c / a
-        return log_d + _log(mp.expm1(z) - w)
+        return log_d + _log(mp.expm1(z) - (w if second_order else 0))
+
+
+def log_laplace_second_order(s, laplace_runs, two_point_runs=()):
+    """:func:`log_laplace_rest` of the second-order part ``R_2``."""
+    return log_laplace_rest(s, laplace_runs, two_point_runs, second_order=True)
 
 
 def compare(log_exact, n, log_m, log_err):
