@@ -902,8 +902,16 @@ class FourierAccountant:
             bound=self.bound_kind,
             relation=self.relation,
             accountant="Fourier",
-            method=self._method() + f"; interval [{b.lower:.8g}, {b.upper:.8g}]",
+            method=self._method() + self._interval_text(b),
         )
+
+    def _interval_text(self, b):
+        """``"; interval [lower, upper]"``, saying so where the interval is wider than ``rtol`` asks (a proven
+        interval all the same: the buckets' grid, an inversion that could not reach rtol, or an interval at 0)."""
+        text = f"; interval [{b.lower:.8g}, {b.upper:.8g}]"
+        if b.upper - b.lower > self._rtol * b.upper:
+            text += f", wider than rtol {self._rtol:g} asks (both ends proven)"
+        return text
 
     def delta_report(self, epsilon: float) -> PrivacyReport:
         b = self.delta_bounds(epsilon)
@@ -913,7 +921,7 @@ class FourierAccountant:
             bound=self.bound_kind,
             relation=self.relation,
             accountant="Fourier",
-            method=self._method() + f"; interval [{b.lower:.8g}, {b.upper:.8g}]",
+            method=self._method() + self._interval_text(b),
         )
 
 

@@ -49,4 +49,13 @@ def test_within_rtol_the_buckets_are_not_capped():
     fourier, _ = _both([(PoissonSubsampled(RandomizedResponse(p=0.7), 0.1), 50), (LaplaceMechanism(scale=2.0), 3)])
     bounds = fourier.epsilon_bounds(1e-5)
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper and math.isfinite(bounds.upper)
-    assert "lowered to RDPAccountant's" not in fourier.epsilon_report(1e-5).method
+    method = fourier.epsilon_report(1e-5).method
+    assert "lowered to RDPAccountant's" not in method and "wider than rtol" not in method
+
+
+def test_an_interval_wider_than_rtol_says_so():
+    """red5 finding 8: the buckets' [0, 0.0501] for epsilon was printed with nothing to say it misses rtol."""
+    fourier, _ = _both([(PoissonSubsampled(RandomizedResponse(p=0.6014), 0.000458), 8151),
+                        (PoissonSubsampled(LaplaceMechanism(scale=37.6429), 0.000136), 68)])
+    report = fourier.epsilon_report(1e-5)
+    assert report.method.endswith("wider than rtol 1e-06 asks (both ends proven)")
