@@ -14,7 +14,10 @@ and two-point losses only (no Gaussian), the all-atom part ``D = prod B_j^n_j pr
 enumerated exactly and only the rest ``R = M - D = D (prod (1 + C_i/A_i)^n_i - 1)`` is Fourier-inverted
 (:func:`laplace_split`). ``R`` is a non-negative measure whose every term has a continuous factor, so ``|R| <=
 D(c) ((1 + 1/|1 + 2s|)^N - 1) ~ N D(c) / |u|`` decays and the truncation error falls like 1/U^2, where the whole
-characteristic function (atoms included) does not decay at all. Poisson-subsampled two-point losses (their atoms
+characteristic function (atoms included) does not decay at all. Its terms with exactly one continuous factor are
+priced in closed form where the all-atom ledgers with one run fewer can be enumerated, and only the products with two
+or more continuous factors, decaying like ``1/|s|^2``, are inverted (:mod:`accountants._laplace_first_order`; with a
+single Laplace run nothing is). Poisson-subsampled two-point losses (their atoms
 differ between the directions, :meth:`mechanisms.base.Mechanism.loss_atoms`) join ``D`` too, so such a ledger has one
 split per direction and delta is the larger of the two (thesis Thm 3.3.5).
 

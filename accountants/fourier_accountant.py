@@ -21,9 +21,9 @@ Paths, by ledger:
   (:func:`accountants._fourier_atoms.two_point_lattice`);
 * Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms, counted the same way;
   Poisson-subsampled two-point entries, whose atoms differ between the directions, make one split per direction):
-  the all-atom part
-  of the law is enumerated exactly and only the rest, whose transform decays like 1/u, is Fourier-inverted
-  (:func:`accountants._fourier_atoms.laplace_split`); where that cannot reach ``rtol`` (a few Laplace runs, a tiny
+  the all-atom part of the law is enumerated exactly, so are its products with one continuous Laplace run
+  (:mod:`accountants._laplace_first_order`), and only the rest, whose transform decays like ``1/u^2``, is
+  Fourier-inverted (:func:`accountants._fourier_atoms.laplace_split`); where that cannot reach ``rtol`` (a tiny
   delta), the privacy buckets (below);
 * only purely atomic losses beyond the enumerations (discrete pairs), or a characteristic function that would
   only be estimated while proven loss buckets exist: the privacy buckets (below);
@@ -616,7 +616,7 @@ class FourierAccountant:
         """``bounds`` with its upper end lowered to ``rdp_value(RDPAccountant of the same ledger)`` where the privacy
         buckets answered without reaching ``rtol`` and that RDP bound is proven and smaller: both are proven upper
         bounds on the same quantity (the RDP accountant adds the same charged delta), so their minimum is one. The
-        buckets' float error floor (about 1e-10 of delta) and their grid leave a negligible delta far above what
+        buckets' float error floor (about 1e-10, absolute) and their grid leave a negligible delta far above what
         the Renyi curve shows (Poisson-subsampled randomized response x 2,294 with subsampled Laplace x 14 at
         epsilon 4.99: [0, 9.6e-10] against RDP's 1e-323)."""
         if not (self._derived.get("bucketed") and bounds.upper - bounds.lower > self._rtol * bounds.upper):
