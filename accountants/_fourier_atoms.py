@@ -114,6 +114,14 @@ def two_point_lattice(compiled):
     return TwoPointLedger(e_values[keep], counts[keep])
 
 
+#: Where the atoms could be enumerated only through a tail group (more than MAX_ATOMS composed outcomes), the split is
+#: made only if the all-atom part's mass, ``prod ((1 + e^-t_i) / 2)^n_i``, is above ``e^`` this: below, the whole
+#: law's inversion is not held back by atoms that do not decay, and is faster (Laplace x 9 + x 1,825 + pure DP
+#: x 1,259: 7 ms whole, 50 ms split; randomized response x 661 + Laplace x 2 + subsampled RR x 3,869, atom mass 0.49:
+#: 1.2 s split, 12.9 s through the privacy buckets). A performance choice only: both paths are proven.
+SPLIT_MIN_LOG_ATOM_MASS = -40.0
+
+
 def laplace_split(compiled):
     """For ledgers of Laplace losses with two-point ones (randomized response, pure DP, and their Poisson-subsampled
     versions, whose two atoms differ between the directions), no Gaussian: ``((direction, LaplaceSplit), ...)``, the
@@ -140,8 +148,12 @@ def laplace_split(compiled):
     ns = np.array([n for _, n in laplace], dtype=np.float64)
     keep = e_values > 0.0
     two_e, two_n = e_values[keep], counts[keep]
-    if enumerated_outcomes(np.concatenate((two_n, ns, [n for _, n in asymmetric]))) > MAX_ATOMS:
+    runs = np.concatenate((two_n, ns, [n for _, n in asymmetric]))
+    if enumerated_outcomes(runs) > MAX_ATOMS:
         return None
+    if float(np.prod(runs + 1.0)) > MAX_ATOMS and float(np.sum(ns * np.log1p(np.exp(-ts)) - ns * np.log(2.0))) < (
+            SPLIT_MIN_LOG_ATOM_MASS):
+        return None  # a tail group would be needed, and the atoms weigh too little to stop the whole law's inversion
     log_pos = -np.log1p(np.exp(-two_e))
     largest = np.concatenate((two_e, ts, [max(abs(a["remove"][0]), abs(a["remove"][1])) for a, _ in asymmetric]))
     min_damping = split_min_damping(largest, np.concatenate((two_n, ns, [n for _, n in asymmetric])))

@@ -166,12 +166,20 @@ class TwoPointLedger:
         return total * (1.0 + rel) if upper else total * (1.0 - rel)
 
     def delta_bounds(self, epsilon: float) -> Bounds:
+        upper, lower = self.field(epsilon, "upper"), self.field(epsilon, "lower")
+        estimate = min(max(self.field(epsilon, "estimate"), lower), upper)
+        return Bounds(lower=lower, estimate=estimate, upper=upper)
+
+    def field(self, epsilon: float, name: str) -> float:
+        """One end of :meth:`delta_bounds` alone (``"upper"``, ``"lower"``, or the unclipped ``"estimate"``): the
+        epsilon searches ask for one at a time."""
+        if name == "estimate":
+            return self._estimate(epsilon)
         # the rounding of c = epsilon + shift - l (each within u of its magnitude) joins the shift
         eta = self.eta + 4.0 * _U * (abs(epsilon) + self.eta + float(np.max(np.abs(self.loss))))
-        upper = min(self._total(epsilon, -eta, True) * np.exp(self.rho) * (1.0 + 4.0 * _U), 1.0)
-        lower = max(self._total(epsilon, eta, False) * np.exp(-self.rho) * (1.0 - 4.0 * _U), 0.0)
-        estimate = min(max(self._estimate(epsilon), lower), upper)
-        return Bounds(lower=lower, estimate=estimate, upper=upper)
+        if name == "upper":
+            return min(self._total(epsilon, -eta, True) * np.exp(self.rho) * (1.0 + 4.0 * _U), 1.0)
+        return max(self._total(epsilon, eta, False) * np.exp(-self.rho) * (1.0 - 4.0 * _U), 0.0)
 
     def kernel_bounds(self, epsilon: float, kernel: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]) -> Bounds:
         """Bounds on ``sum_j P_j k(epsilon - l_j)`` for a non-negative, non-increasing ``k`` (every outcome
@@ -200,23 +208,40 @@ class TwoPointLedger:
         return float(np.sum(self.prob * self._tail.sums(epsilon - self.loss, None)))
 
     def epsilon_bounds(self, delta: float, pure: float) -> Bounds:
-        def smallest(field):
-            """Smallest epsilon in [0, pure] with the ``field`` delta at most ``delta`` (non-increasing)."""
-            excess = lambda e: getattr(self.delta_bounds(e), field) - delta  # noqa: E731
-            if excess(0.0) <= 0:
-                return 0.0
-            if excess(pure) > 0:  # only rounding can make this happen: the pure epsilon always holds
-                return pure
-            root = brentq(excess, 0.0, pure, xtol=1e-15, rtol=4 * _EPS)
+        """Bounds on the smallest epsilon with delta at most ``delta`` (``pure``: the pure epsilon, where delta is 0).
+
+        The upper end: the smallest epsilon found in ``[0, pure]`` whose upper delta was evaluated at most ``delta``.
+        The lower and estimate curves lie below the upper one, so their crossings lie below its: each is bracketed
+        from just under it (steps of ``10^-12``, then ten times each, relative) and found by Brent's method, a few
+        evaluations instead of a search of the whole range; the lower end is just below the lower curve's crossing.
+        Only evaluated points become ends, so how they are found does not affect the proof."""
+        def smallest(name, top, near):
+            """Smallest epsilon in [0, top] with the ``name`` delta at most ``delta`` (non-increasing); ``near``:
+            bracketed from just under ``top`` first."""
+            excess = lambda e: self.field(e, name) - delta  # noqa: E731
+            if excess(top) > 0:  # only rounding can make this happen at the pure epsilon, where delta is 0
+                return top
+            lo, gap = None, 1e-12
+            while near and top > 0.0 and gap < 1.0:
+                point = top * (1.0 - gap)
+                if excess(point) > 0:
+                    lo = point
+                    break
+                gap *= 10.0
+            if lo is None:
+                if excess(0.0) <= 0:
+                    return 0.0
+                lo = 0.0
+            root = brentq(excess, lo, top, xtol=1e-15, rtol=4 * _EPS)
             step = max(root * 1e-15, 1e-300)
-            while excess(root) > 0 and root < pure:
-                root, step = min(root + step, pure), 2.0 * step
+            while excess(root) > 0 and root < top:
+                root, step = min(root + step, top), 2.0 * step
             return root
 
-        upper = smallest("upper")
+        upper = smallest("upper", pure, False)
         # the lower-delta curve crosses delta at its root: just below it even the lower delta exceeds delta
-        lower = min(smallest("lower") * (1.0 - 1e-14), upper)
-        estimate = min(max(smallest("estimate"), lower), upper)
+        lower = min(smallest("lower", upper, True) * (1.0 - 1e-14), upper)
+        estimate = min(max(smallest("estimate", upper, True), lower), upper)
         return Bounds(lower=lower, estimate=estimate, upper=upper)
 
 
@@ -302,5 +327,9 @@ class LedgerMax:
     def delta_bounds(self, epsilon: float) -> Bounds:
         parts = [ledger.delta_bounds(epsilon) for ledger in self.ledgers]
         return Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
+
+    def field(self, epsilon: float, name: str) -> float:
+        """The maximum of the ledgers' :meth:`TwoPointLedger.field`."""
+        return max(ledger.field(epsilon, name) for ledger in self.ledgers)
 
     epsilon_bounds = TwoPointLedger.epsilon_bounds
