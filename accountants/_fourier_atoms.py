@@ -117,9 +117,10 @@ def two_point_lattice(compiled):
 #: Where the atoms could be enumerated only through a tail group (more than MAX_ATOMS composed outcomes), the split is
 #: made only if the all-atom part's mass, ``prod ((1 + e^-t_i) / 2)^n_i``, is above ``e^`` this: below, the whole
 #: law's inversion is not held back by atoms that do not decay, and is faster (Laplace x 9 + x 1,825 + pure DP
-#: x 1,259: 7 ms whole, 50 ms split; randomized response x 661 + Laplace x 2 + subsampled RR x 3,869, atom mass 0.49:
-#: 1.2 s split, 12.9 s through the privacy buckets). A performance choice only: both paths are proven.
-SPLIT_MIN_LOG_ATOM_MASS = -40.0
+#: x 1,259: 7 ms whole, 50 ms split; Laplace x 352 + RR x 1,298 + pure DP x 282, atom mass e^-37: 8 against 250 ms;
+#: randomized response x 661 + Laplace x 2 + subsampled RR x 3,869, atom mass 0.49: 1.2 s split, 12.9 s through the
+#: privacy buckets). A performance choice only: both paths are proven.
+SPLIT_MIN_LOG_ATOM_MASS = -25.0
 
 
 def laplace_split(compiled):
@@ -181,22 +182,27 @@ def laplace_split(compiled):
 
 
 #: Most outcomes of one Laplace group's all-atom ledger with a run fewer for which the first-order part is priced
-#: exactly (:mod:`accountants._laplace_first_order`; each query enumerates them): a performance choice. Beyond,
-#: the whole rest is inverted as before (Laplace x 10^6: a million outcomes per query would cost more than the
-#: inversion saves).
-FIRST_ORDER_MAX_OUTCOMES = 1 << 19
+#: exactly (:mod:`accountants._laplace_first_order`; each evaluation enumerates them), where a second-order rest is
+#: inverted too: a performance choice. Beyond, the whole rest is inverted as before: the enumeration costs more than
+#: the nodes it saves (pure DP x 749 + Laplace x 22 + x 16, 280,000 outcomes: 547 ms against 230; Laplace x 4 +
+#: x 125 + subsampled pure DP x 71, 45,000: 54 against 28 ms; Laplace x 25, 25 outcomes: 6 against 43 ms).
+FIRST_ORDER_MAX_OUTCOMES = 1 << 13
+#: The same limit for a single Laplace run, whose first-order part is all that is left: no inversion at all (pure DP
+#: x 5,932 + subsampled RR x 45 + Laplace x 1, 273,000 outcomes: 0.56 s against 2.3 s).
+FIRST_ORDER_MAX_OUTCOMES_ALONE = 1 << 19
 
 
 def _first_order(groups, two_e, two_n, ts, ns, log_pos):
     """The :class:`accountants._laplace_first_order.FirstOrder` of one direction (its groups ``groups``), or None
     where some Laplace group's all-atom ledger with a run fewer has more than :data:`FIRST_ORDER_MAX_OUTCOMES`
-    outcomes."""
+    outcomes (:data:`FIRST_ORDER_MAX_OUTCOMES_ALONE` for a single Laplace run)."""
     parts = []
+    limit = FIRST_ORDER_MAX_OUTCOMES_ALONE if ns.sum() == 1.0 else FIRST_ORDER_MAX_OUTCOMES
     for i, (t, n) in enumerate(zip(ts, ns)):
         fewer = ns.copy()
         fewer[i] -= 1.0
         sizes = np.concatenate((two_n, fewer, [m for _, m in groups.asymmetric])) + 1.0
-        if float(np.prod(sizes)) > FIRST_ORDER_MAX_OUTCOMES:
+        if float(np.prod(sizes)) > limit:
             return None
         ledger = TwoPointLedger(
             np.concatenate((two_e, ts)),

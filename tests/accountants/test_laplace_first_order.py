@@ -86,6 +86,7 @@ def test_ledgers_agree_with_the_whole_rest_inverted(monkeypatch, entries):
     delta_new = new.delta_bounds(epsilon)
     assert new.bound_kind is BoundKind.UPPER
     monkeypatch.setattr(_fourier_atoms, "FIRST_ORDER_MAX_OUTCOMES", 0)  # the whole rest inverted, as before
+    monkeypatch.setattr(_fourier_atoms, "FIRST_ORDER_MAX_OUTCOMES_ALONE", 0)
     old = _accountant(entries)
     assert all(split.atoms.__class__.__name__ == "TwoPointLedger" for _, split in old._laplace_split())
     eps_old, delta_old = old.epsilon_bounds(1e-6), old.delta_bounds(epsilon)
