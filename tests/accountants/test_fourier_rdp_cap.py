@@ -59,3 +59,12 @@ def test_an_interval_wider_than_rtol_says_so():
                         (PoissonSubsampled(LaplaceMechanism(scale=37.6429), 0.000136), 68)])
     report = fourier.epsilon_report(1e-5)
     assert report.method.endswith("wider than rtol 1e-06 asks (both ends proven)")
+
+
+def test_an_epsilon_at_the_pure_epsilon_takes_the_rdp_bound_where_lower():
+    """red5 finding 5: at a tiny delta a Laplace ledger's search ends at the pure epsilon, 3.6e-9 above RDP's."""
+    fourier, rdp = _both([(LaplaceMechanism(scale=0.8445), 3)])
+    bounds = fourier.epsilon_bounds(1.59e-9)
+    assert bounds.upper == rdp.get_epsilon(1.59e-9) < fourier.pure_epsilon()
+    assert bounds.lower <= bounds.upper
+    assert "lowered to RDPAccountant's" in fourier.epsilon_report(1.59e-9).method
