@@ -155,20 +155,14 @@ def laplace_split(compiled):
     if float(np.prod(runs + 1.0)) > MAX_ATOMS and float(np.sum(ns * np.log1p(np.exp(-ts)) - ns * np.log(2.0))) < (
             SPLIT_MIN_LOG_ATOM_MASS):
         return None  # a tail group would be needed, and the atoms weigh too little to stop the whole law's inversion
-    log_pos = -np.log1p(np.exp(-two_e))
     largest = np.concatenate((two_e, ts, [max(abs(a["remove"][0]), abs(a["remove"][1])) for a, _ in asymmetric]))
     min_damping = split_min_damping(largest, np.concatenate((two_n, ns, [n for _, n in asymmetric])))
     splits = []
     for direction in (Direction.REMOVE, Direction.ADD) if asymmetric else (Direction.REMOVE,):
         key = "remove" if direction is Direction.REMOVE else "add"
         groups = _SplitGroups(two_e, two_n, ts, ns, tuple((a[key], n) for a, n in asymmetric))
-        atoms = TwoPointLedger(
-            np.concatenate((two_e, ts)),
-            np.concatenate((two_n, ns)),
-            log_masses=list(zip(log_pos, log_pos - two_e)) + [(-np.log(2.0), -t - np.log(2.0)) for t in ts],
-            atoms=groups.asymmetric,
-        )
-        first = _first_order(groups, two_e, two_n, ts, ns, log_pos)
+        atoms = _atom_ledger(groups, ns)
+        first = _first_order(groups)
         if first is None:  # the rest R, all of it inverted
             splits.append((direction, LaplaceSplit(atoms, functools.partial(_rest_enclosure, groups=groups),
                                                    functools.partial(_rest_sup, groups=groups), min_damping)))
@@ -192,26 +186,33 @@ FIRST_ORDER_MAX_OUTCOMES = 1 << 13
 FIRST_ORDER_MAX_OUTCOMES_ALONE = 1 << 19
 
 
-def _first_order(groups, two_e, two_n, ts, ns, log_pos):
+def _atom_ledger(groups, laplace_runs, enumerate_all=False):
+    """The all-atom part of one direction's ledger (:class:`TwoPointLedger`) with ``laplace_runs`` runs of each
+    Laplace group: its two-point groups (randomized response's masses), the Laplace atoms ``+t`` (mass 1/2) and
+    ``-t`` (mass ``e^-t / 2``), and the asymmetric atoms."""
+    log_pos = -np.log1p(np.exp(-groups.two_e))
+    return TwoPointLedger(
+        np.concatenate((groups.two_e, groups.ts)),
+        np.concatenate((groups.two_n, laplace_runs)),
+        log_masses=list(zip(log_pos, log_pos - groups.two_e)) + [(-np.log(2.0), -t - np.log(2.0)) for t in groups.ts],
+        atoms=groups.asymmetric,
+        enumerate_all=enumerate_all,
+    )
+
+
+def _first_order(groups):
     """The :class:`accountants._laplace_first_order.FirstOrder` of one direction (its groups ``groups``), or None
     where some Laplace group's all-atom ledger with a run fewer has more than :data:`FIRST_ORDER_MAX_OUTCOMES`
     outcomes (:data:`FIRST_ORDER_MAX_OUTCOMES_ALONE` for a single Laplace run)."""
     parts = []
-    limit = FIRST_ORDER_MAX_OUTCOMES_ALONE if ns.sum() == 1.0 else FIRST_ORDER_MAX_OUTCOMES
-    for i, (t, n) in enumerate(zip(ts, ns)):
-        fewer = ns.copy()
+    limit = FIRST_ORDER_MAX_OUTCOMES_ALONE if groups.ns.sum() == 1.0 else FIRST_ORDER_MAX_OUTCOMES
+    for i, (t, n) in enumerate(zip(groups.ts, groups.ns)):
+        fewer = groups.ns.copy()
         fewer[i] -= 1.0
-        sizes = np.concatenate((two_n, fewer, [m for _, m in groups.asymmetric])) + 1.0
+        sizes = np.concatenate((groups.two_n, fewer, [m for _, m in groups.asymmetric])) + 1.0
         if float(np.prod(sizes)) > limit:
             return None
-        ledger = TwoPointLedger(
-            np.concatenate((two_e, ts)),
-            np.concatenate((two_n, fewer)),
-            log_masses=list(zip(log_pos, log_pos - two_e)) + [(-np.log(2.0), -u - np.log(2.0)) for u in ts],
-            atoms=groups.asymmetric,
-            enumerate_all=True,
-        )
-        parts.append((float(t), float(n), ledger))
+        parts.append((float(t), float(n), _atom_ledger(groups, fewer, enumerate_all=True)))
     return FirstOrder(parts)
 
 

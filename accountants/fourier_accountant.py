@@ -424,7 +424,7 @@ class FourierAccountant:
         """Exact enumeration when every mechanism's loss is two-point in each direction
         (:meth:`~mechanisms.base.Mechanism.loss_atoms`: randomized response, pure DP and their Poisson-subsampled
         versions) and each direction has at most ``MAX_ATOMS`` composed outcomes: the maximum of the remove and add
-        ledgers (:class:`~accountants.fourier_inversion.LedgerMax`); None otherwise. Their characteristic
+        ledgers (:class:`~accountants.two_point_ledger.LedgerMax`); None otherwise. Their characteristic
         functions do not decay, so Fourier inversion could not certify them (issue 14 item 4)."""
         if "atoms" not in self._derived:
             groups = []
@@ -655,10 +655,10 @@ class FourierAccountant:
         the largest one-run epsilon among the ledger's cores with an exact profile (the Gaussian and its
         Poisson-subsampled version; :meth:`_one_run_epsilon`'s lower end), for a certified ledger.
 
-        Why: one run's pair is a marginal (a post-processing) of the composed pair, so the composed profile is at
-        least that run's at every epsilon and the composed epsilon at least its epsilon (Dong, Roth & Su 2019,
-        Prop 2.8's post-processing, for hockey-stick divergences); the certified report is at least the composed
-        epsilon, and the cores' epsilon at ``delta`` at most theirs at the smaller ``delta`` less a charged delta.
+        Why: one run's pair is a marginal (a post-processing) of the composed pair, so by the data-processing
+        inequality of hockey-stick divergences the composed profile is at least that run's at every epsilon, and the
+        composed epsilon at least its epsilon; the certified report is at least the composed epsilon, and the cores'
+        epsilon at ``delta`` at most theirs at the smaller ``delta`` less a charged delta.
         Calibration (:func:`accountants.calibration.calibrate`) asks it first: a probe of little noise whose floor
         already exceeds the target is infeasible at once (sigma 0.1, q 0.01 x 100 took 8.45 s to answer)."""
         delta = _validate.open_unit_interval(delta, "delta", "FourierAccountant.epsilon_floor")

@@ -21,9 +21,10 @@ for each outcome ``o`` of the other groups (loss ``l_o``, probability ``P_o``; a
 
 where ``T_W / T_P`` is a weighted mean of ``e^(-l(k)) <= e^(-l(J + 1))``, so ``x <= c - l(J + 1) < 0`` and ``1 - e^x``
 loses no digits to cancellation beyond ``e^x / (1 - e^x)`` times the error of ``x``. The tail sums' logarithms are
-formed once per ledger, from the top, by ``logaddexp``; so each query costs ``O(MAX_ATOMS + n)`` instead of the
-product of both. Randomized response x 4,711 with randomized response x 1,666 (7.9 million outcomes) was left to the
-privacy buckets before: a 0.6% wide interval at delta 1e-5 and AccuracyError at 1e-8.
+formed once per ledger, from the top, by ``logaddexp``; so a query costs ``O(K log n)`` for ``K`` enumerated
+outcomes (a sorted search each) instead of ``O(K n)``. Randomized response x 4,711 with randomized response x 1,666
+(7.9 million outcomes) was left to the privacy buckets before: a 0.1% wide interval at delta 1e-5 and AccuracyError
+at 1e-8.
 
 **Rounding.** Each composed loss is within ``eta`` of its exact value and each log-probability within ``rho``, both
 bounded from the magnitudes of the summands (inputs within a few ulps of their exact values); the upper (lower)
@@ -32,7 +33,7 @@ and scales by ``e^(+-rho)``. The value at the shifted losses is then formed from
 bounded relative error; their sum's rounding is bounded for any order of summation (blocks of ``B`` terms summed by
 numpy in some order, then the ``N / B`` block sums: at most ``(B + N / B + 2) u`` of the sum, Higham, *Accuracy and
 Stability*, Lemma 3.5). A tail sum's log carries the rounding of each ``logaddexp`` step (the result within ``u`` of
-its magnitude plus ``4u``) added over the steps, each with weight at most 1.
+its magnitude plus ``4u``), each step's weighted by how much of the final sum it had formed (``_TailGroup``).
 """
 
 from __future__ import annotations
@@ -142,28 +143,37 @@ class TwoPointLedger:
             log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
         self.loss = loss
         self.prob = np.exp(log_p)
+        self._loss_mag = float(np.max(np.abs(loss)))  # for the rounding of c at each query (:meth:`_eta`)
         count = len(groups) + (tail is not None)
         self.eta = 8.0 * _EPS * (loss_mag + 1.0) * (count + 1)
         self.rho = 8.0 * _EPS * (logp_mag + 1.0) * (count + 1)
         self._tail = None if tail is None else _TailGroup(*_group_outcomes(*tail))
+
+    def _terms(self, epsilon, shift, upper):
+        """The terms ``P_o sum_k p(k) (1 - e^(c - l(k)))_+`` (``P_o (1 - e^(c - l_o))_+`` without a tail group) at
+        ``c = epsilon + shift - l_o``; a tail group's sums made upper (``upper``) or lower bounds, or plain (None)."""
+        if self._tail is None:
+            with np.errstate(over="ignore"):  # e^(eps - l) overflowing is a term (1 - e^(eps - l))_+ = 0, exactly
+                return self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
+        parts = []
+        for start in range(0, self.loss.size, _CHUNK):
+            loss, prob = self.loss[start:start + _CHUNK], self.prob[start:start + _CHUNK]
+            parts.append(prob * self._tail.sums(epsilon + shift - loss, upper))
+        return np.concatenate(parts)
 
     def _total(self, epsilon, shift, upper):
         """The sum at losses moved by ``-shift`` (``c = epsilon + shift - l``), made an upper (``upper``) or lower
         bound on its exact value at the rounded inputs (module docstring, "Rounding"): each term's own roundings
         (``expm1`` within 2u, a product and an addition within u each: ``8u`` with room; a tail group's sums bound
         theirs) and the sum's (:func:`_positive_sum`)."""
-        if self._tail is None:
-            with np.errstate(over="ignore"):  # e^(eps - l) overflowing is a term (1 - e^(eps - l))_+ = 0, exactly
-                terms = self.prob * np.maximum(-np.expm1(epsilon - self.loss + shift), 0.0)
-        else:
-            parts = []
-            for start in range(0, self.loss.size, _CHUNK):
-                loss, prob = self.loss[start:start + _CHUNK], self.prob[start:start + _CHUNK]
-                parts.append(prob * self._tail.sums(epsilon + shift - loss, upper))
-            terms = np.concatenate(parts)
-        total, rel = _positive_sum(terms)
+        total, rel = _positive_sum(self._terms(epsilon, shift, upper))
         rel += 8.0 * _U
         return total * (1.0 + rel) if upper else total * (1.0 - rel)
+
+    def _eta(self, epsilon):
+        """The losses' shift at ``epsilon``: their rounding ``eta`` and that of ``c = epsilon + shift - l`` (each
+        within u of its magnitude)."""
+        return self.eta + 4.0 * _U * (abs(epsilon) + self.eta + self._loss_mag)
 
     def delta_bounds(self, epsilon: float) -> Bounds:
         upper, lower = self.field(epsilon, "upper"), self.field(epsilon, "lower")
@@ -173,10 +183,11 @@ class TwoPointLedger:
     def field(self, epsilon: float, name: str) -> float:
         """One end of :meth:`delta_bounds` alone (``"upper"``, ``"lower"``, or the unclipped ``"estimate"``): the
         epsilon searches ask for one at a time."""
+        if name not in ("upper", "lower", "estimate"):
+            raise ValueError(f"`name` of TwoPointLedger.field must be 'upper', 'lower' or 'estimate'; got {name!r}.")
         if name == "estimate":
-            return self._estimate(epsilon)
-        # the rounding of c = epsilon + shift - l (each within u of its magnitude) joins the shift
-        eta = self.eta + 4.0 * _U * (abs(epsilon) + self.eta + float(np.max(np.abs(self.loss))))
+            return float(np.sum(self._terms(epsilon, 0.0, None)))
+        eta = self._eta(epsilon)
         if name == "upper":
             return min(self._total(epsilon, -eta, True) * np.exp(self.rho) * (1.0 + 4.0 * _U), 1.0)
         return max(self._total(epsilon, eta, False) * np.exp(-self.rho) * (1.0 - 4.0 * _U), 0.0)
@@ -188,7 +199,7 @@ class TwoPointLedger:
         only raise each term), the log-probabilities by ``rho``, the sum's rounding by :func:`_positive_sum`."""
         if self._tail is not None:
             raise ValueError("TwoPointLedger.kernel_bounds needs every outcome enumerated (enumerate_all=True).")
-        eta = self.eta + 4.0 * _U * (abs(epsilon) + self.eta + float(np.max(np.abs(self.loss))))
+        eta = self._eta(epsilon)
 
         def total(shift, sign):
             value, rel = kernel(epsilon + shift - self.loss)
@@ -200,12 +211,6 @@ class TwoPointLedger:
         lower = max(total(eta, -1.0) * np.exp(-self.rho) * (1.0 - 4.0 * _U), 0.0)
         estimate = float(np.sum(self.prob * kernel(epsilon - self.loss)[0]))
         return Bounds(lower=lower, estimate=min(max(estimate, lower), upper), upper=upper)
-
-    def _estimate(self, epsilon):
-        if self._tail is None:
-            with np.errstate(over="ignore"):
-                return float(np.sum(self.prob * np.maximum(-np.expm1(epsilon - self.loss), 0.0)))
-        return float(np.sum(self.prob * self._tail.sums(epsilon - self.loss, None)))
 
     def epsilon_bounds(self, delta: float, pure: float) -> Bounds:
         """Bounds on the smallest epsilon with delta at most ``delta`` (``pure``: the pure epsilon, where delta is 0).

@@ -191,17 +191,18 @@ class PoissonSubsampled(Mechanism):
         g = self.sampling_probability
         log_keep, log_g = math.log1p(-g), math.log(g)
         u = _logmath.EPS / 2.0
+        def size(x):  # |x| where finite, else 0 (an absent mass carries no rounding)
+            return np.abs(np.where(np.isfinite(x), x, 0.0))
+
         with np.errstate(invalid="ignore"):
             log_pp = np.logaddexp(log_keep + log_q, log_g + log_p)
             keep = np.isfinite(log_pp)
-            err_p = 4.0 * u * (np.abs(np.where(np.isfinite(log_p), log_p, 0.0)) + 1.0)
-            err_q = 4.0 * u * (np.abs(np.where(np.isfinite(log_q), log_q, 0.0)) + 1.0)
-            arg_q = err_q + 2.0 * u * (abs(log_keep) + np.abs(np.where(np.isfinite(log_q), log_q, 0.0)))
-            arg_p = err_p + 2.0 * u * (abs(log_g) + np.abs(np.where(np.isfinite(log_p), log_p, 0.0)))
-            err_pp = (np.maximum(arg_q, arg_p) + u * np.abs(np.where(keep, log_pp, 0.0)) + 4.0 * u) * 1.01
+            err_p, err_q = 4.0 * u * (size(log_p) + 1.0), 4.0 * u * (size(log_q) + 1.0)
+            arg_q = err_q + 2.0 * u * (abs(log_keep) + size(log_q))
+            arg_p = err_p + 2.0 * u * (abs(log_g) + size(log_p))
+            err_pp = (np.maximum(arg_q, arg_p) + u * size(log_pp) + 4.0 * u) * 1.01
             r = np.where(np.isfinite(log_q), log_pp - log_q, np.inf)
-            err_r = np.where(np.isfinite(r), (err_pp + err_q + u * np.abs(np.where(np.isfinite(r), r, 0.0))) * 1.01,
-                             0.0)
+            err_r = np.where(np.isfinite(r), (err_pp + err_q + u * size(r)) * 1.01, 0.0)
         if direction is Direction.REMOVE:
             return r[keep], log_pp[keep], err_r[keep], err_pp[keep]
         present = keep & np.isfinite(log_q)

@@ -124,3 +124,8 @@ def test_asymmetric_ledgers_beyond_the_limit_are_certified_to_rtol():
     # each direction's profile is a max of proven intervals: the delta there brackets 1e-6
     d = acc.delta_bounds(b.upper)
     assert d.upper <= 1e-6 * (1.0 + 1e-9)
+
+
+def test_field_names_are_checked():
+    with pytest.raises(ValueError, match="'upper', 'lower' or 'estimate'"):
+        TwoPointLedger([0.3], [10]).field(1.0, "middle")
