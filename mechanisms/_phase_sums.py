@@ -158,7 +158,7 @@ def _phase_sums(v, r, c, taylor_target=_phase_fft._TAYLOR_TARGET):
     return sums, 0.0, 0.0, None
 
 
-def _check_work(v, nodes, v_top, done=0):
+def _check_work(v, nodes, v_top, done=0, name="the subsampled Gaussian's characteristic function"):
     """The work limit, on what the phase sums cost (:func:`_sum_work`: ``K J`` pairs summed directly, far fewer
     where the non-uniform FFT sums them; the privacy buckets, the alternative, are both slower and looser on the
     narrow losses that need many nodes: sigma 0.6, q 1e-5, 100 steps took 23 s there for a 10% wide interval)."""
@@ -166,7 +166,7 @@ def _check_work(v, nodes, v_top, done=0):
     work = done + _sum_work(v, nodes)
     if work > MAX_WORK:
         raise NumericalError(
-            f"the subsampled Gaussian's characteristic function at {frequencies} frequencies up to {v_top:.4g} "
+            f"{name} at {frequencies} frequencies up to {v_top:.4g} "
             f"needs {nodes} quadrature nodes each (the integrand oscillates that fast where it is large), beyond "
             f"the work limit {MAX_WORK:.3g}; RDPAccountant answers such ledgers (looser)."
         )

@@ -1,0 +1,405 @@
+"""Proven enclosures of the characteristic function of the Poisson-subsampled Laplace mechanism (issue 14 item 1).
+
+With ``t = sensitivity / scale`` (the float at or above it), ``g`` the sampling probability, ``B = Laplace(0, 1)`` and
+``A = Laplace(t, 1)``, the base's loss ``log(A / B)(x)`` is ``-t`` for ``x <= 0``, ``2x - t`` on ``(0, t)`` and ``t``
+for ``x >= t``. With ``w(y) = 1 - g + g e^y`` and ``F(z) = E_B[(1 - g + g A/B)^z]`` (the remove direction of thesis
+Thm 3.3.5 has ``M(s) = F(1 + s)``, the add direction ``M(s) = F(-s)``), substituting ``y = 2x - t`` on ``(0, t)``::
+
+    F(z) = (1/2) w0^z + (e^-t / 2) w1^z + G(z),      w0 = w(-t),  w1 = w(t),
+    G(z) = int_(-t)^t phi(y) w(y)^z dy,              phi(y) = e^(-(t + y)/2) / 4.
+
+So each direction's loss has two atoms (:func:`atoms`: ``log w0`` and ``log w1``, mass ``w0 / 2`` and ``e^-t w1 /
+2`` in the remove direction; ``-log w0``, ``-log w1`` with masses ``1/2`` and ``e^-t / 2`` in the add direction)
+and a continuous part ``G``, whose enclosure :func:`log_g_enclosure` computes for ``z = a + iv``:
+
+**Analyticity.** For ``y = x + i eta`` with ``0 <= |eta| < pi``, ``w = (1 - g) + g e^x e^(i eta)`` lies in the
+cone between the directions 0 and ``eta``, so the principal power ``w^z`` is analytic, ``|arg w| <= theta(x,
+|eta|) = arg(1 - g + g e^x e^(i |eta|))``, which increases with ``x`` and, for ``|eta| <= pi/2``, with ``|eta|``,
+and ``cos(eta/2) w(x) <= |w| <= w(x)`` (both summands project onto the bisector with factor ``cos(eta/2)``). With
+``|phi(x + i eta)| = phi(x)``::
+
+    |phi(y) w(y)^z| <= phi(x) w(x)^a cos(eta/2)^min(a, 0) e^(|v| theta(x, |eta|)).        (*)
+
+**Quadrature.** ``[-t, t]`` is cut into zones of length at most 2, each zone into ``2^k`` equal panels of
+half-length ``h``, each with the 20-point Gauss-Legendre rule of :mod:`mechanisms.subsampled_gaussian_cf` (nodes
+and weights correctly rounded). For an integrand analytic in the Bernstein ellipse ``E_rho`` of a panel and at most
+``M`` there the rule's error is at most ``(64/15) h M rho^(-40) / (rho^2 - 1)`` (Trefethen, *Approximation Theory
+and Approximation Practice*, Thm 19.3, scaled to the panel); ``M`` is bounded by (*) on the rectangle enclosing the
+ellipse (real reach ``h (rho + 1/rho) / 2`` about the centre, imaginary ``eta = h (rho - 1/rho) / 2 <= pi/2``):
+``phi`` at its left end, ``w^a`` at the right end (``a >= 0``) or the left end (``a < 0``), ``theta`` at the right
+end. Each zone takes the smallest ``k`` whose summed bound (each panel at its best ``rho``) meets its share of
+``1e-17`` of ``G(a)`` (relaxed by ``(v_low / 32)^2`` for frequencies ``|v| >= v_low > 32``, as the Gaussian's, whose
+module docstring gives the reason); whatever is chosen, the bound used is the one computed. Frequencies are grouped
+by octaves (:func:`mechanisms._phase_sums._group_keys`), one layout per group at its largest ``|v|``.
+
+**Tiling.** The panels ``[c_i - h_i, c_i + h_i]`` (float ``c_i``, ``h_i``, exact ends) should tile ``[-t, t]``;
+each gap or overlap between neighbours, and between the outer ends and ``+-t``, is at most ``|fl(d)| + 4u (sum of
+the magnitudes)`` for the computed difference ``d``, and ``|phi w^a|`` over it is within ``e^(width (1/2 + |a|))``
+of its value at the end (``|d log(phi w^a) / dy| <= 1/2 + |a|``: ``0 < r' = g e^y / w < 1``); those masses join the
+error (``|e^(i v r)| = 1``).
+
+**Rounding.** As :mod:`mechanisms.subsampled_gaussian_cf`: each term ``c_j e^(i v r_j)`` with ``c_j = h w_j phi(y_j)
+w(y_j)^a`` has a relative error bounded from its magnitudes (:func:`_term_errors`); the phase sums and their
+rounding are :func:`mechanisms._phase_sums._phase_sums`'s; terms below ``e^-46`` of the largest are left out and
+their magnitudes added to the error.
+
+**Decay.** Integrating by parts with ``psi = phi / r'``, ``r' = g e^y / w``::
+
+    G(z) = [psi e^(z r)]_(-t)^t / z - (1/z) int psi' e^(z r) dy,
+
+and ``psi(y) = e^(-t/2) ((1 - g) e^(-3y/2) + g e^(-y/2)) / (4g)`` decreases, so ``|G(a + iv)| <= (psi(t) w1^a +
+psi(-t) w0^a + (psi(-t) - psi(t)) max(w0^a, w1^a)) / |z|`` (:func:`log_g_sup`): the continuous part decays like
+``1 / |v|``, from a constant of order ``1 / g``; the atoms do not decay at all, which is why ledgers of them without
+a Gaussian are split (:mod:`accountants._fourier_atoms`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import mpmath
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpledger.mechanisms import _logmath
+from dpledger.mechanisms._phase_fft import _TAYLOR_TARGET
+from dpledger.mechanisms._phase_sums import _COLUMNS, _check_work, _group_keys, _phase_sums
+from dpledger.mechanisms.errors import NumericalError
+from dpledger.mechanisms.subsampled_gaussian_cf import (
+    NODE_ERROR,
+    WEIGHT_ERROR,
+    _lse,
+    _rule,
+    _run_groups,
+    _slack,
+)
+
+__all__ = ["atoms", "log_f_enclosure", "log_f_real_enclosure", "log_f_sup", "log_g_enclosure", "log_g_sup"]
+
+_U = 2.0**-53
+_N_NODES = 20
+_LOG_2, _LOG_4 = math.log(2.0), math.log(4.0)
+#: Nodes whose terms fall below exp(-_PRUNE) of the largest are left out (their magnitudes join the error).
+_PRUNE = 46.0
+#: Target of the quadrature error relative to G(a) (only a target: the bound used is the one computed).
+_LOG_TARGET = math.log(1e-17)
+#: Beyond this frequency a group's target grows like the square of its smallest ``|v|`` (module docstring).
+_TARGET_FREQUENCY = 32.0
+_RHOS = np.array([1.05, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 6.0, 10.0])
+#: Most panels of one layout (each of 20 nodes).
+_MAX_PANELS = 1 << 16
+#: Lines of at most this many frequencies share one layout (the one for their largest ``|v|``).
+_SHORT_LINE = 256
+
+
+def _checked(g, t):
+    g, t = float(g), float(t)
+    if not (0.0 < g < 1.0):
+        raise ValueError(f"the sampling probability of the subsampled Laplace enclosure must be in (0, 1); got {g}.")
+    if not (0.0 < t < math.inf):
+        raise ValueError(f"the loss ratio t of the subsampled Laplace enclosure must be positive and finite; got {t}.")
+    return g, t
+
+
+@functools.lru_cache(maxsize=256)
+def atoms(g: float, t: float) -> dict[str, tuple[float, float, float, float]]:
+    """``{"remove": (l1, l0, log P1, log P0), "add": (...)}``: the two atoms of each direction's loss (module
+    docstring), ``l1 = log(1 - g + g e^t)``, ``l0 = log(1 - g + g e^-t)``; remove masses ``log P1 = l1 - t - log 2``,
+    ``log P0 = l0 - log 2``; add losses ``-l1``, ``-l0`` with masses ``-t - log 2``, ``-log 2``. Each value computed
+    at 60 significant digits (mpmath) from the floats ``g`` and ``t`` and rounded to nearest: within ``u`` of the
+    exact value, relative."""
+    g, t = _checked(g, t)
+    with mpmath.workdps(60):
+        mg, mt = mpmath.mpf(g), mpmath.mpf(t)
+        l1 = mpmath.log(1 - mg + mg * mpmath.exp(mt))
+        l0 = mpmath.log(1 - mg + mg * mpmath.exp(-mt))
+        log2 = mpmath.log(2)
+        remove = tuple(float(x) for x in (l1, l0, l1 - mt - log2, l0 - log2))
+        add = tuple(float(x) for x in (-l1, -l0, -mt - log2, -log2))
+    return {"remove": remove, "add": add}
+
+
+def _r(y, g):
+    """``r(y) = log(1 - g + g e^y)`` for real ``y``."""
+    return np.logaddexp(math.log1p(-g), math.log(g) + y)
+
+
+def _r_error(y, r, g):
+    """Bound on the absolute rounding error of :func:`_r` (the argument of
+    :func:`mechanisms.subsampled_gaussian_cf._r_error`: ``r = logaddexp(A, B)``, ``A = log1p(-g)`` within ``2u |A|``,
+    ``B = log g + y`` within ``3u (|log g| + |y|)``, the inputs weighted by ``dr/dA``, ``dr/dB``, the difference's
+    rounding by the smaller weight, ``log1p(exp(.))`` within ``4u`` of its value and the final sum ``u |r|``)."""
+    a_val, log_g = math.log1p(-g), math.log(g)
+    b_val = log_g + y
+    err_a = 2.0 * _U * abs(a_val)
+    err_b = 3.0 * _U * (abs(log_g) + np.abs(y))
+    w_a, w_b = np.exp(np.minimum(a_val - r, 0.0)), np.exp(np.minimum(b_val - r, 0.0))
+    err_d = np.minimum(w_a, w_b) * _U * np.abs(a_val - b_val)
+    tail = np.maximum(r - np.maximum(a_val, b_val), 0.0)
+    return (1.0 + 1e-6) * (w_a * err_a + w_b * err_b + err_d + 4.0 * _U * tail + _U * np.abs(r)) + 1e-300
+
+
+def _theta(x, eta, g):
+    """``arg(1 - g + g e^x e^(i eta))`` for real ``x`` and ``0 <= eta <= pi/2`` (scaled so nothing overflows)."""
+    lw = math.log(g) + x - math.log1p(-g)  # log(g e^x / (1 - g))
+    big = lw > 0
+    ratio = np.exp(np.where(big, -lw, lw))
+    sin, cos = np.sin(eta), np.cos(eta)
+    return np.where(big, np.arctan2(sin, ratio + cos), np.arctan2(ratio * sin, 1.0 + ratio * cos))
+
+
+def _log_phi(y, t):
+    return -0.5 * (t + y) - _LOG_4
+
+
+@functools.lru_cache(maxsize=1024)
+def _log_reference(a, g, t):
+    """A rough ``log G(a)`` (only sets the quadrature's targets): a Riemann sum of ``phi w^a`` on 400 points."""
+    y = np.linspace(-t, t, 400)
+    return float(_lse(_log_phi(y, t) + a * _r(y, g)) + math.log(2.0 * t / 399.0))
+
+
+def _panel_log_errors(a, v_top, g, t, centres, h):
+    """Log of the Gauss-Legendre bound of each panel (centre, half-length ``h``) at its best ``rho`` for ``|v| <=
+    v_top`` (module docstring, "Quadrature")."""
+    eta = h * (_RHOS - 1.0 / _RHOS) / 2.0
+    ok = eta <= np.pi / 2.0
+    rho, eta = _RHOS[ok], eta[ok]
+    reach = h * (rho + 1.0 / rho) / 2.0
+    x_left = centres[:, None] - reach[None, :]
+    x_right = centres[:, None] + reach[None, :]
+    r_end = _r(x_right if a >= 0 else x_left, g)
+    log_m = _log_phi(x_left, t) + a * r_end + min(a, 0.0) * np.log(np.cos(eta / 2.0))[None, :]
+    if v_top:
+        log_m = log_m + v_top * _theta(x_right, eta[None, :], g)
+    log_err = (math.log(64.0 / 15.0) + math.log(h) + log_m
+               - (2 * _N_NODES * np.log(rho) + np.log(rho * rho - 1.0))[None, :])
+    return log_err.min(axis=1)
+
+
+def _log_relaxation(v_low):
+    return 2.0 * math.log(max(float(v_low), _TARGET_FREQUENCY) / _TARGET_FREQUENCY)
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(a, v_top, g, t, v_low=0.0):
+    """``(half_lengths, centres, log_quadrature_error)``: each zone of ``[-t, t]`` (at most 2 long) split into the
+    fewest ``2^k`` panels whose summed bound meets its share of the target (module docstring, "Quadrature")."""
+    zones = max(1, math.ceil(t))
+    edges = np.linspace(-t, t, zones + 1)
+    edges[0], edges[-1] = -t, t
+    log_share = _log_reference(a, g, t) + _LOG_TARGET - math.log(zones) + _log_relaxation(v_low)
+    halves, centres, errors = [], [], []
+    panels = 0
+    for z in range(zones):
+        lo, length = float(edges[z]), float(edges[z + 1] - edges[z])
+        k = 0
+        while True:
+            n_sub = 1 << k
+            h = length / (2.0 * n_sub)
+            mid = lo + h * (2.0 * np.arange(n_sub) + 1.0)
+            err = float(_lse(_panel_log_errors(a, v_top, g, t, mid, h)))
+            if err <= log_share or panels + n_sub > _MAX_PANELS:
+                break
+            k += 1
+        halves.append(np.full(n_sub, h))
+        centres.append(mid)
+        errors.append(err)
+        panels += n_sub
+    halves, centres = np.concatenate(halves), np.concatenate(centres)
+    for arr in (halves, centres):
+        arr.setflags(write=False)
+    return halves, centres, _slack(float(_lse(np.array(errors))))
+
+
+def _log_tiling_error(a, g, t, h, centres):
+    """Log of a bound on what the panels' gaps and overlaps change (module docstring, "Tiling")."""
+    ends_lo, ends_hi = centres - h, centres + h
+    starts = np.concatenate((ends_lo, [t]))
+    stops = np.concatenate(([-t], ends_hi))
+    magnitude = np.concatenate((np.abs(centres), [t])) + np.concatenate(([t], np.abs(centres)))
+    magnitude = magnitude + np.concatenate((h, [0.0])) + np.concatenate(([0.0], h))
+    width = np.abs(starts - stops) + 4.0 * _U * magnitude
+    width = width * (1.0 + 4.0 * _U)
+    y = np.clip(starts, -t, t)
+    log_f = _log_phi(y, t) + a * _r(y, g)
+    growth = width * (0.5 + abs(a)) * 1.01
+    return float(_lse(np.log(width) + log_f + growth)) + 1e-9
+
+
+def _nodes(a, g, t, h, centres):
+    xi, w = _rule()
+    y = (centres[:, None] + h[:, None] * xi[None, :]).ravel()
+    log_w = np.log(h[:, None] * w[None, :]).ravel()
+    r = _r(y, g)
+    log_c = log_w + _log_phi(y, t) + a * r
+    return y, r, log_w, log_c
+
+
+def _term_errors(y, r, h, log_w, log_c, abs_a, peak, v_top, g, t):
+    """Relative error of each term ``c_j e^(i v r_j)`` at ``|v| <= v_top``: the weight; the node (moved by ``dy``:
+    the rule's error and the rounding of ``centre + h xi``; ``|d log f / dy| <= 1/2 + |z| r'``, ``r' = g e^y / w <=
+    1``, at most 1% larger within ``dy``); ``log c = log w - (t + y)/2 - log 4 + a r`` and its exponential after
+    subtracting the peak (four roundings of these magnitudes, ``4u`` each); the error of ``r`` times ``|z|``; the
+    product ``v r`` (``u |v r|``) and the complex exponential (``2u``)."""
+    dy = NODE_ERROR * h + _U * (np.abs(y) + h) * 1.01
+    z_abs = abs_a + v_top
+    r_slope = np.exp(np.minimum(math.log(g) + y - r, 0.0))
+    return (WEIGHT_ERROR + (0.5 + z_abs * r_slope * 1.01) * dy * 1.01
+            + 4.0 * _U * (1.0 + 0.5 * (t + np.abs(y)) + _LOG_4 + np.abs(log_w) + abs_a * np.abs(r) + abs(peak)
+                          + np.abs(log_c))
+            + z_abs * _r_error(y, r, g) + 2.0 * _U * v_top * np.abs(r) + 2.0 * _U)
+
+
+def log_g_enclosure(a: float, v: ArrayLike, g: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(log G~, log E)`` at ``z = a + iv`` (``v`` any real array), ``|G(z) - exp(log G~)| <= exp(log E)``, for the
+    continuous part ``G(z) = int_(-t)^t e^(-(t + y)/2) / 4 (1 - g + g e^y)^z dy`` (module docstring)."""
+    g, t = _checked(g, t)
+    a = float(a)
+    v = np.asarray(v, dtype=np.float64)
+    if v.size and not v.any():
+        value, err = _log_g_real(a, g, t)
+        return np.full(v.shape, value, dtype=np.complex128), np.full(v.shape, err)
+    return _log_g_enclosure(a, v, g, t)
+
+
+@functools.lru_cache(maxsize=4096)
+def _log_g_real(a, g, t):
+    value, err = _log_g_enclosure(a, np.zeros(1), g, t)
+    return complex(value[0]), float(err[0])
+
+
+def _log_g_enclosure(a, v, g, t):
+    flat = v.reshape(-1)
+    out = np.empty(flat.shape, dtype=np.complex128)
+    err = np.empty(flat.shape)
+    keys = _group_keys(flat) if flat.size > _SHORT_LINE else np.zeros(flat.size, dtype=np.int64)
+    plans, work = [], 0
+    for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
+        sel = np.flatnonzero(keys == key)
+        magnitudes = np.abs(flat[sel])
+        v_top, v_low = float(magnitudes.max()), float(magnitudes.min())
+        h, centres, log_quad = _layout(a, v_top, g, t, v_low)
+        nodes = _nodes(a, g, t, h, centres)
+        log_c = nodes[3]
+        work = _check_work(flat[sel], int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top, work,
+                           name="the subsampled Laplace mechanism's characteristic function")
+        plans.append((sel, v_top, v_low, (h, centres, log_quad), nodes))
+
+    def one_group(plan):
+        sel, v_top, v_low, (h, centres, log_quad), (y, r, log_w, log_c) = plan
+        part = flat[sel]
+        peak = float(log_c.max())
+        keep = log_c >= peak - _PRUNE
+        dropped = _lse(log_c[~keep]) if (~keep).any() else -np.inf
+        y, r, log_w, c = y[keep], r[keep], log_w[keep], np.exp(log_c[keep] - peak)
+        hy = np.repeat(h, _N_NODES)[keep]
+        eps = _term_errors(y, r, hy, log_w, log_c[keep], abs(a), peak, v_top, g, t)
+        taylor_target = _TAYLOR_TARGET * math.exp(_log_relaxation(v_low))
+        sums, shift, phase_errors, sum_error = _phase_sums(part, r, c, taylor_target)
+        eps = np.expm1(eps + phase_errors + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
+        total_c = float(np.sum(c))
+        if sum_error is None:  # dot products: one product, then the partial sums in turn
+            length = min(c.size, _COLUMNS) + -(-c.size // _COLUMNS) + 2
+            sum_error = 2.0 * length * _U * total_c * (1.0 + float(eps.max()))
+        rounding = (float(np.sum(c * eps)) * (1.0 + 2.0 * (c.size + 2) * _U)
+                    + sum_error * (1.0 + float(eps.max())))
+        log_tiling = _log_tiling_error(a, g, t, h, centres)
+        with np.errstate(over="ignore"):
+            fixed = np.exp(np.array([log_quad, dropped, log_tiling]) - peak).sum()
+        log_err = math.log((rounding + fixed) * (1.0 + 1e-10) + 1e-300) + peak
+        with np.errstate(divide="ignore"):
+            out[sel] = np.log(sums) + peak
+        err[sel] = _slack(float(log_err))
+
+    _run_groups(one_group, plans, flat.size)
+    if not (np.isfinite(err).all() and np.isfinite(out.real[out.real != -np.inf]).all()):
+        raise NumericalError(
+            f"the subsampled Laplace mechanism's characteristic function at tilt {a:.4g} (loss ratio {t:.3g}, "
+            f"sampling probability {g:.3g}) is beyond float64; use RDPAccountant.")
+    return out.reshape(v.shape), err.reshape(v.shape)
+
+
+def _atom_terms(a, v, g, t):
+    """``(log terms, relative errors)`` of the two atoms ``(1/2) w0^z`` and ``(e^-t / 2) w1^z`` of ``F`` at ``z = a +
+    iv`` (arrays of shape ``(2,) + v.shape``): the exponent's error is ``|z|`` times that of ``l0`` or ``l1`` (``u``
+    relative, :func:`atoms`) plus the roundings of its products and sum (``4u`` of the magnitudes); the complex
+    exponential adds ``2u``."""
+    l1, l0 = atoms(g, t)["remove"][:2]
+    z = a + 1j * v
+    modulus = np.abs(z)
+    log_terms = np.stack([-_LOG_2 + z * l0, -t - _LOG_2 + z * l1])
+    rel = np.stack([modulus * abs(l0) * 1.01 * _U + 4.0 * _U * (_LOG_2 + (abs(a) + np.abs(v)) * abs(l0)),
+                    modulus * abs(l1) * 1.01 * _U + 4.0 * _U * (t + _LOG_2 + (abs(a) + np.abs(v)) * abs(l1))])
+    return log_terms, rel + 2.0 * _U
+
+
+def log_f_enclosure(a: float, v: ArrayLike, g: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(log F~, log E)`` of the whole ``F(a + iv)`` (module docstring): the two atoms in closed form and
+    :func:`log_g_enclosure`, summed after scaling by the largest real part (the sum's rounding, ``2u`` of the terms'
+    magnitudes, and each part's error added)."""
+    g, t = _checked(g, t)
+    a = float(a)
+    v = np.asarray(v, dtype=np.float64)
+    log_g, log_g_err = log_g_enclosure(a, v, g, t)
+    log_atoms, rel = _atom_terms(a, v, g, t)
+    top = np.maximum(np.max(log_atoms.real, axis=0), log_g.real)
+    with np.errstate(under="ignore"):
+        atom_values = np.exp(log_atoms - top[None])
+        g_value = np.exp(log_g - top)
+        total = atom_values.sum(axis=0) + g_value
+        magnitude = np.abs(atom_values).sum(axis=0) + np.abs(g_value)
+        error = (np.sum(np.abs(atom_values) * np.expm1(rel) * 1.01, axis=0) + np.exp(log_g_err - top)
+                 + 3.0 * _U * magnitude)
+    value = np.log(total) + top
+    log_err = np.log(error * (1.0 + 1e-12)) + top
+    return value, _logmath.widen_up(log_err, 1e-12, 1e-12)
+
+
+def log_f_real_enclosure(a: ArrayLike, g: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`log_f_enclosure` at many real ``a`` (``v = 0``), one cached layout each."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    pairs = [log_f_enclosure(float(x), np.zeros(1), g, t) for x in a]
+    return (np.array([p[0][0] for p in pairs], dtype=np.complex128), np.array([p[1][0] for p in pairs]))
+
+
+def _log_two_sinh(x):
+    """``log(2 sinh x)`` for ``x > 0``, as ``x + log(-expm1(-2x))`` (no overflow, a few ulps)."""
+    return x + math.log(-math.expm1(-2.0 * x))
+
+
+def log_g_sup(a: float, v_min: float, g: float, t: float) -> float:
+    """A proven bound on ``sup_{|v| >= v_min} log |G(a + iv)|``: the smaller of ``log G(a)``'s upper bound and the
+    decay bound of the module docstring, ``(psi(t) w1^a + psi(-t) w0^a + (psi(-t) - psi(t)) max(w0^a, w1^a)) /
+    |z|`` with ``|z| >= hypot(a, v_min)``, formed in logs (``log psi(t) = -2t - log 4g + log w1``, ``log psi(-t) =
+    t - log 4g + log w0``; ``psi(-t) - psi(t)`` from its sum of sinh terms) and raised by
+    :func:`mechanisms.subsampled_gaussian_cf._slack`."""
+    g, t = _checked(g, t)
+    a, v_min = float(a), float(v_min)
+    value, err = _log_g_real(a, g, t)
+    whole = _slack(float(np.logaddexp(value.real, err)))
+    modulus = math.hypot(a, v_min)
+    if modulus == 0.0:
+        return whole
+    l1, l0 = atoms(g, t)["remove"][:2]
+    log_4g = math.log(4.0 * g)
+    log_psi_hi, log_psi_lo = -2.0 * t + l1 - log_4g, t + l0 - log_4g
+    # psi(-t) - psi(t) = e^(-t/2) ((1 - g) 2 sinh(3t/2) + g 2 sinh(t/2)) / (4g): positive terms, no cancellation
+    log_diff = -0.5 * t - log_4g + float(np.logaddexp(math.log1p(-g) + _log_two_sinh(1.5 * t),
+                                                       math.log(g) + _log_two_sinh(0.5 * t)))
+    top = max(a * l0, a * l1)
+    terms = [log_psi_hi + a * l1, log_psi_lo + a * l0, log_diff + top]
+    decay = _slack(float(_lse(np.array(terms))) - math.log(modulus) + 1e-12 * (abs(a) + 1.0))
+    return min(whole, decay)
+
+
+def log_f_sup(a: float, v_min: float, g: float, t: float) -> float:
+    """A proven bound on ``sup_{|v| >= v_min} log |F(a + iv)|``: the atoms' ``(1/2) w0^a + (e^-t / 2) w1^a`` (their
+    moduli do not depend on ``v``) plus :func:`log_g_sup`."""
+    g, t = _checked(g, t)
+    a = float(a)
+    l1, l0 = atoms(g, t)["remove"][:2]
+    log_atoms = float(np.logaddexp(-_LOG_2 + a * l0, -t - _LOG_2 + a * l1))
+    log_atoms = _slack(log_atoms + 8.0 * _U * (abs(a) * (abs(l0) + abs(l1)) + t + 1.0))
+    return _slack(float(np.logaddexp(log_atoms, log_g_sup(a, v_min, g, t))))
