@@ -21,6 +21,14 @@ single Laplace run nothing is). Poisson-subsampled two-point losses (their atoms
 differ between the directions, :meth:`mechanisms.base.Mechanism.loss_atoms`) join ``D`` too, so such a ledger has one
 split per direction and delta is the larger of the two (thesis Thm 3.3.5).
 
+Mixed losses: a Poisson-subsampled Laplace is two atoms and a continuous part in each direction
+(:meth:`mechanisms.base.Mechanism.loss_split`, :mod:`mechanisms.subsampled_laplace_cf`). Its atoms join ``D``; its
+continuous part's profile prices the first-order products as a Laplace run's does; and the rest is formed as ``P (M'
+- D' [- R_1'])`` with absolute errors (:func:`_mixed_rest_enclosure`), not through the ratio ``C / A``: its atoms'
+transform vanishes on lines a plan's damping can meet (for ``g = 1/2``, at ``Re s = 0``). Where its continuous part
+is nearly an atom (a large ``t`` with a small ``g``: the loss near ``l0`` spreads over about ``g e^-t``), the
+truncation cannot reach a small delta and the privacy buckets answer.
+
 Ledgers are passed compiled, as ``(mu2, e_values, counts, others)`` (``FourierAccountant._compile``).
 """
 
@@ -30,7 +38,13 @@ import typing
 
 import numpy as np
 
-from dpledger.accountants._laplace_first_order import ExactParts, FirstOrder, second_order, second_order_sup_factor
+from dpledger.accountants._laplace_first_order import (
+    ExactParts,
+    FirstOrder,
+    continuous_profile,
+    second_order,
+    second_order_sup_factor,
+)
 from dpledger.accountants.two_point_ledger import MAX_ATOMS, TwoPointLedger, enumerated_outcomes
 from dpledger.mechanisms import _logmath, closed_form_enclosures
 from dpledger.mechanisms.relations import Direction
@@ -39,6 +53,7 @@ __all__ = ["LaplaceSplit", "laplace_split", "two_point_lattice", "two_point_log_
            "two_point_loss"]
 
 _U = _logmath.EPS / 2.0
+_LOG_2 = math.log(2.0)
 
 
 class LaplaceSplit(typing.NamedTuple):
@@ -133,37 +148,58 @@ def laplace_split(compiled):
     mu2, e_values, counts, others = compiled
     if mu2 or not others:
         return None
-    laplace, asymmetric = [], []
+    laplace, asymmetric, mixed = [], [], []
     for m, n in others:
         if m.laplace_loss_ratio() is not None:
             laplace.append((m.laplace_loss_ratio(), n))
+            continue
+        parts = m.loss_split()
+        if parts is not None:  # two atoms and a continuous part, per direction (the subsampled Laplace)
+            mixed.append((m, parts, n))
             continue
         atoms = m.loss_atoms()
         if atoms is None:
             return None
         if atoms["remove"][:2] != (0.0, 0.0):  # a zero loss adds nothing
             asymmetric.append((atoms, n))
-    if not laplace:
+    if not (laplace or mixed):
         return None
     ts = np.array([t for t, _ in laplace], dtype=np.float64)
     ns = np.array([n for _, n in laplace], dtype=np.float64)
+    mixed_n = [n for _, _, n in mixed]
     keep = e_values > 0.0
     two_e, two_n = e_values[keep], counts[keep]
-    runs = np.concatenate((two_n, ns, [n for _, n in asymmetric]))
+    runs = np.concatenate((two_n, ns, [n for _, n in asymmetric], mixed_n))
     if enumerated_outcomes(runs) > MAX_ATOMS:
         return None
-    if float(np.prod(runs + 1.0)) > MAX_ATOMS and float(np.sum(ns * np.log1p(np.exp(-ts)) - ns * np.log(2.0))) < (
-            SPLIT_MIN_LOG_ATOM_MASS):
+    # the atoms' mass (the larger direction's, remove: its atoms' masses are the larger), against the whole law's
+    log_atom_mass = float(np.sum(ns * np.log1p(np.exp(-ts)) - ns * np.log(2.0))) + sum(
+        n * float(np.logaddexp(parts["remove"].atoms[2], parts["remove"].atoms[3])) for _, parts, n in mixed)
+    if float(np.prod(runs + 1.0)) > MAX_ATOMS and log_atom_mass < SPLIT_MIN_LOG_ATOM_MASS:
         return None  # a tail group would be needed, and the atoms weigh too little to stop the whole law's inversion
-    largest = np.concatenate((two_e, ts, [max(abs(a["remove"][0]), abs(a["remove"][1])) for a, _ in asymmetric]))
-    min_damping = split_min_damping(largest, np.concatenate((two_n, ns, [n for _, n in asymmetric])))
+    largest = np.concatenate((two_e, ts, [max(abs(a["remove"][0]), abs(a["remove"][1])) for a, _ in asymmetric],
+                              [max(abs(p["remove"].atoms[0]), abs(p["remove"].atoms[1])) for _, p, _ in mixed]))
+    min_damping = split_min_damping(largest, np.concatenate((two_n, ns, [n for _, n in asymmetric], mixed_n)))
     splits = []
-    for direction in (Direction.REMOVE, Direction.ADD) if asymmetric else (Direction.REMOVE,):
+    for direction in (Direction.REMOVE, Direction.ADD) if (asymmetric or mixed) else (Direction.REMOVE,):
         key = "remove" if direction is Direction.REMOVE else "add"
-        groups = _SplitGroups(two_e, two_n, ts, ns, tuple((a[key], n) for a, n in asymmetric))
+        groups = _SplitGroups(two_e, two_n, ts, ns, tuple((a[key], n) for a, n in asymmetric),
+                              tuple((m, parts[key], n) for m, parts, n in mixed), direction)
         atoms = _atom_ledger(groups, ns)
         first = _first_order(groups)
-        if first is None:  # the rest R, all of it inverted
+        if groups.mixed:  # R = M - D in absolute terms (no ratio C / A: a mixed group's atoms can vanish)
+            continuous_runs = float(ns.sum()) + sum(mixed_n)
+            if first is None:  # the rest R, all of it inverted
+                split = LaplaceSplit(atoms, functools.partial(_mixed_rest_enclosure, groups=groups),
+                                     functools.partial(_mixed_rest_sup, groups=groups), min_damping)
+            elif continuous_runs == 1.0:  # one continuous run: R is the first-order part alone, priced exactly
+                split = LaplaceSplit(ExactParts(atoms, first), None, None, min_damping)
+            else:  # R_1 priced exactly, R_2 inverted
+                split = LaplaceSplit(ExactParts(atoms, first),
+                                     functools.partial(_mixed_rest_enclosure, groups=groups, second=True),
+                                     functools.partial(_mixed_rest_sup, groups=groups, second=True), min_damping)
+            splits.append((direction, split))
+        elif first is None:  # the rest R, all of it inverted
             splits.append((direction, LaplaceSplit(atoms, functools.partial(_rest_enclosure, groups=groups),
                                                    functools.partial(_rest_sup, groups=groups), min_damping)))
         elif ns.sum() == 1.0:  # one Laplace run: R is the first-order part alone, priced exactly
@@ -186,7 +222,7 @@ FIRST_ORDER_MAX_OUTCOMES = 1 << 13
 FIRST_ORDER_MAX_OUTCOMES_ALONE = 1 << 19
 
 
-def _atom_ledger(groups, laplace_runs, enumerate_all=False):
+def _atom_ledger(groups, laplace_runs, enumerate_all=False, mixed_runs=None):
     """The all-atom part of one direction's ledger (:class:`TwoPointLedger`) with ``laplace_runs`` runs of each
     Laplace group: its two-point groups (randomized response's masses), the Laplace atoms ``+t`` (mass 1/2) and
     ``-t`` (mass ``e^-t / 2``), and the asymmetric atoms."""
@@ -195,7 +231,8 @@ def _atom_ledger(groups, laplace_runs, enumerate_all=False):
         np.concatenate((groups.two_e, groups.ts)),
         np.concatenate((groups.two_n, laplace_runs)),
         log_masses=list(zip(log_pos, log_pos - groups.two_e)) + [(-np.log(2.0), -t - np.log(2.0)) for t in groups.ts],
-        atoms=groups.asymmetric,
+        atoms=groups.asymmetric + tuple((part.atoms, n) for (_, part, _), n in zip(
+            groups.mixed, [n for _, _, n in groups.mixed] if mixed_runs is None else mixed_runs)),
         enumerate_all=enumerate_all,
     )
 
@@ -205,14 +242,25 @@ def _first_order(groups):
     where some Laplace group's all-atom ledger with a run fewer has more than :data:`FIRST_ORDER_MAX_OUTCOMES`
     outcomes (:data:`FIRST_ORDER_MAX_OUTCOMES_ALONE` for a single Laplace run)."""
     parts = []
-    limit = FIRST_ORDER_MAX_OUTCOMES_ALONE if groups.ns.sum() == 1.0 else FIRST_ORDER_MAX_OUTCOMES
+    runs = groups.ns.sum() + sum(n for _, _, n in groups.mixed)
+    limit = FIRST_ORDER_MAX_OUTCOMES_ALONE if runs == 1.0 else FIRST_ORDER_MAX_OUTCOMES
+    mixed_n = [n for _, _, n in groups.mixed]
     for i, (t, n) in enumerate(zip(groups.ts, groups.ns)):
         fewer = groups.ns.copy()
         fewer[i] -= 1.0
-        sizes = np.concatenate((groups.two_n, fewer, [m for _, m in groups.asymmetric])) + 1.0
+        sizes = np.concatenate((groups.two_n, fewer, [m for _, m in groups.asymmetric], mixed_n)) + 1.0
         if float(np.prod(sizes)) > limit:
             return None
-        parts.append((float(t), float(n), _atom_ledger(groups, fewer, enumerate_all=True)))
+        parts.append((functools.partial(continuous_profile, t=float(t)), float(n),
+                      _atom_ledger(groups, fewer, enumerate_all=True)))
+    for j, (_, part, n) in enumerate(groups.mixed):
+        fewer_mixed = list(mixed_n)
+        fewer_mixed[j] -= 1
+        sizes = np.concatenate((groups.two_n, groups.ns, [m for _, m in groups.asymmetric], fewer_mixed)) + 1.0
+        if float(np.prod(sizes)) > limit:
+            return None
+        parts.append((part.continuous_profile, float(n), _atom_ledger(groups, groups.ns, enumerate_all=True,
+                                                                     mixed_runs=fewer_mixed)))
     return FirstOrder(parts)
 
 
@@ -242,13 +290,16 @@ def _second_sup(kappa, u_min, groups):
 
 class _SplitGroups(typing.NamedTuple):
     """One direction's groups: symmetric two-point losses ``+-E`` (``two_e``, ``two_n`` runs), Laplace losses
-    (ratios ``ts``, ``ns`` runs) and asymmetric two-point losses ``((l1, l0, log P1, log P0), n)``."""
+    (ratios ``ts``, ``ns`` runs), asymmetric two-point losses ``((l1, l0, log P1, log P0), n)`` and mixed losses
+    ``(mechanism, LossSplit, n)`` (two atoms and a continuous part: :meth:`mechanisms.base.Mechanism.loss_split`)."""
 
     two_e: np.ndarray
     two_n: np.ndarray
     ts: np.ndarray
     ns: np.ndarray
     asymmetric: tuple
+    mixed: tuple = ()
+    direction: Direction = Direction.REMOVE
 
 
 def _rest_sup(kappa, u_min, groups):
@@ -292,7 +343,7 @@ def _atoms_part(s, groups):
     parts are evaluated at ``-1 - s`` where ``Re s < -1/2`` (:func:`~mechanisms.closed_form_enclosures.reflect`), the
     asymmetric ones at ``s``."""
     two_e, two_n, ts, ns = groups.two_e, groups.two_n, groups.ts, groups.ns
-    z_arg, reflection = closed_form_enclosures.reflect(s, float(np.max(np.concatenate((ts, two_e)))))
+    z_arg, reflection = closed_form_enclosures.reflect(s, float(np.max(np.concatenate((ts, two_e)), initial=0.0)))
     runs = float(ns.sum() + two_n.sum())
     if two_e.size:
         terms, errors = closed_form_enclosures.bernoulli_terms(z_arg[:, None], two_e[None, :])
@@ -354,3 +405,125 @@ def _combined(log_d, d_log_d, log_f, log_err_f, shape):
         inner = np.logaddexp(d_log_d + log_err_f, relative)
         log_err = np.real(log_d) + inner + 4.0 * _logmath.EPS * (np.abs(np.real(log_d)) + np.abs(inner) + 1.0)
     return value.reshape(shape), log_err.reshape(shape)
+
+
+def _continuous_parts(flat, groups):
+    """Per continuous group (Laplace, then mixed) of a direction: ``(n, F, A)``, each an enclosure ``(log X~, log
+    E)`` at the nodes, ``F`` the group's whole transform
+    (:func:`mechanisms.closed_form_enclosures.laplace_log_mgf_enclosure`, the mechanism's
+    :meth:`~mechanisms.base.Mechanism.log_mgf_enclosure`) and ``A`` its atoms' (:func:`_atoms_enclosure`)."""
+    parts = []
+    for t, n in zip(groups.ts, groups.ns):
+        parts.append((float(n), closed_form_enclosures.laplace_log_mgf_enclosure(flat, float(t)),
+                      _atoms_enclosure(flat, (t, -t, -_LOG_2, -t - _LOG_2), exact_losses=True)))
+    for mechanism, part, n in groups.mixed:
+        parts.append((float(n), mechanism.log_mgf_enclosure(flat, groups.direction),
+                      _atoms_enclosure(flat, part.atoms)))
+    return parts
+
+
+def _product(factors):
+    """``(log X~, log E)`` of ``prod X_i^n_i`` from ``(n_i, (log X~_i, log E_i))``
+    (:func:`mechanisms._logmath.log_product_error`)."""
+    triples = [(n, v, e) for n, (v, e) in factors if n]
+    if not triples:
+        return 0.0, -np.inf
+    return sum(n * v for n, v, _ in triples), _logmath.log_product_error(triples)
+
+
+def _mixed_rest_enclosure(s, groups, second=False):
+    """``(log R~, log E)`` of the rest of a direction with mixed losses (module docstring): ``R = P (M' - D')``, or
+    with ``second`` its second-order part ``R_2 = P (M' - D' - R_1')``, ``R_1' = sum_i n_i C_i A_i^(n_i - 1) prod_(j !=
+    i) A_j^n_j`` (the products with exactly one continuous run, priced exactly by :func:`_first_order`). ``P`` is the
+    two-point and asymmetric atoms' product (:func:`_atoms_part` without the Laplace groups), ``M' = prod F_i^n_i``
+    and ``D' = prod A_i^n_i`` over the Laplace and mixed groups (:func:`_continuous_parts`), ``C_i = F_i - A_i``.
+
+    No ratio ``C / A`` is formed: a mixed group's atoms ``A(s) = P1 e^(s l1) + P0 e^(s l0)`` vanish where ``P1 e^(c
+    l1) = P0 e^(c l0)`` and ``u (l1 - l0)`` is an odd multiple of ``pi``, at dampings a plan may choose (``c = 0`` for
+    ``g = 1/2``). Each product's error is absolute (:func:`_product`), and so is the signed sum's
+    (:func:`_log_signed_sum`); ``P`` times it is combined as :func:`_rest_enclosure` does. The absolute errors do not
+    decay with the frequency as ``R`` does; the inversion weighs a node's error by ``1 / |s (1 + s)|``."""
+    s = np.asarray(s, dtype=np.complex128)
+    flat = s.reshape(-1)
+    log_p, d_log_p = _atoms_part(flat, groups._replace(ts=np.zeros(0), ns=np.zeros(0)))[:2]
+    parts = _continuous_parts(flat, groups)
+    terms = [(1.0,) + _product([(n, f) for n, f, _ in parts]), (-1.0,) + _product([(n, a) for n, _, a in parts])]
+    if second:
+        for i, (n_i, f_i, a_i) in enumerate(parts):
+            c_i = _log_signed_sum([(1.0,) + tuple(f_i), (-1.0,) + tuple(a_i)])
+            # n_i as a factor: e^(fl(log n)) within 2u (1 + log n) of n
+            log_n = (np.full(flat.shape, math.log(n_i)),
+                     np.full(flat.shape, math.log(n_i * 2.0 * _U * (1.0 + math.log(n_i)) * 1.01)))
+            others = [(n, a) for j, (n, _, a) in enumerate(parts) if j != i]
+            factors = [(1.0, log_n), (1.0, c_i), (n_i - 1.0, a_i)] + others
+            terms.append((-1.0,) + _product(factors))
+    log_r, log_err_r = _log_signed_sum(terms)
+    return _combined(log_p, d_log_p, log_r, log_err_r, s.shape)
+
+
+def _atoms_enclosure(s, atoms, exact_losses=False):
+    """:func:`mechanisms.closed_form_enclosures.atoms_log_mgf_enclosure` of two atoms ``(l1, l0, log P1, log P0)``,
+    each value within ``u`` of its exact one (relative, :class:`mechanisms.base.LossSplit`; a Laplace group's losses
+    ``+-t`` exact, its log-masses within ``u`` of ``-log 2`` and ``2u`` of ``-t - log 2``), doubled."""
+    l1, l0, p1, p0 = atoms
+    loss, log_mass = np.array([l1, l0], dtype=np.float64), np.array([p1, p0], dtype=np.float64)
+    loss_err = np.zeros(2) if exact_losses else 2.0 * _U * np.abs(loss)
+    return closed_form_enclosures.atoms_log_mgf_enclosure(s, log_mass, loss, 4.0 * _U * (np.abs(log_mass) + 1.0),
+                                                         loss_err)
+
+
+def _log_signed_sum(terms):
+    """``(log d~, log E)`` for ``d = sum_k sigma_k X_k`` (``sigma_k = +-1``) from enclosures ``|X_k - e^(v_k)| <=
+    e^(e_k)`` given as ``(sigma_k, v_k, e_k)``: with ``top`` the largest real part, ``d~ = sum_k sigma_k e^(v_k - top)``
+    scaled back, whose error is the enclosures' plus its own rounding (each exponent ``v_k - top`` within ``u`` of its
+    real part, each exponential ``2 eps``, the ``K - 1`` additions ``K u`` of the sum of the moduli), absolute:
+    nothing is divided by ``|d|``."""
+    res = [np.real(v) for _, v, _ in terms]
+    top = res[0]
+    for r in res[1:]:
+        top = np.maximum(top, r)
+    top = np.where(np.isfinite(top), top, 0.0)
+    total, rounding, errors, moduli = 0.0, 0.0, 0.0, 0.0
+    with np.errstate(under="ignore", divide="ignore", invalid="ignore", over="ignore"):
+        for (sign, value, log_err), re in zip(terms, res):
+            x = np.exp(value - top)
+            total = total + sign * x
+            rounding = rounding + np.abs(x) * (np.expm1(_U * np.abs(re - top) * 1.01) + 2.0 * _logmath.EPS)
+            moduli = moduli + np.abs(x)
+            errors = errors + np.exp(log_err - top)
+        error = (errors + rounding + len(terms) * _U * moduli) * (1.0 + 4.0 * _logmath.EPS)
+        log_d = np.log(total) + top
+        log_err = np.log(error) + top
+    return log_d, log_err + 4.0 * _logmath.EPS * (np.abs(log_err) + 1.0)
+
+
+def _mixed_rest_sup(kappa, u_min, groups, second=False):
+    """``|R| <= P(c) (prod (A_i(c) + S_i)^n_i - prod A_i(c)^n_i) = D(c) expm1(x)``, ``x = sum n_i log1p(rho_i)``,
+    ``rho_i >= S_i / A_i(c)``, ``S_i >= sup_{|u| >= u_min} |C_i(c + iu)|`` (``|A_i(c + iu)| <= A_i(c)``; expand the
+    product); with ``second``, ``|R_2| <= D(c) (e^x - 1 - x)`` (:func:`_second_sup`). For a Laplace group ``rho = 1 /
+    |1 + 2c' + 2iu|`` (:func:`_rest_sup`), for a mixed group its ``continuous_sup`` over a lower bound on ``A_i(c)``
+    (its enclosure's value less its error). ``D(c)`` is the upper end of the all-atom part's enclosure at ``c``; the
+    rest is raised by a few ulps of its parts."""
+    point = np.array([complex(kappa)])
+    log_p, d_log_p = _atoms_part(point, groups._replace(ts=np.zeros(0), ns=np.zeros(0)))[:2]
+    log_d_upper = float(np.real(log_p[0])) + float(d_log_p[0])
+    c = kappa if kappa >= -0.5 else -1.0 - kappa
+    x = float(groups.ns.sum()) * float(np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))
+    for t, n in zip(groups.ts, groups.ns):
+        value, log_err = _atoms_enclosure(point, (t, -t, -_LOG_2, -t - _LOG_2), exact_losses=True)
+        log_d_upper += float(n) * float(closed_form_enclosures.upper_from_enclosure(value[0], log_err[0]))
+    for _, part, n in groups.mixed:
+        value, log_err = _atoms_enclosure(point, part.atoms)
+        a_value = float(np.real(value[0]))
+        log_d_upper += n * float(closed_form_enclosures.upper_from_enclosure(value[0], log_err[0]))
+        # A(c) >= e^value - e^log_err (real c: A(c) > 0), in logs; lowered by a few ulps
+        gap = float(log_err[0]) - a_value
+        if not gap < -1.0:
+            return math.inf
+        log_a_low = a_value + math.log1p(-math.exp(gap)) - 8.0 * _logmath.EPS * (abs(a_value) + 1.0)
+        log_rho = part.continuous_sup(kappa, u_min) - log_a_low
+        x += n * float(np.log1p(math.exp(min(log_rho, 700.0))))
+    x *= 1.0 + 8.0 * _U * (len(groups.mixed) + 2)
+    log_rest = second_order_sup_factor(x) if second else float(_logmath.log_expm1(x))
+    upper = log_d_upper + log_rest
+    return upper + 8.0 * _logmath.EPS * (abs(upper) + abs(log_rest) + abs(x) + abs(log_d_upper) + 1.0)

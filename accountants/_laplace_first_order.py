@@ -62,16 +62,19 @@ def continuous_profile(c: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]
 
 
 class FirstOrder:
-    """``delta_1`` of the module docstring: ``sum_i n_i sum_o P_o g_(t_i)(eps - l_o)`` over the Laplace groups ``(t_i,
-    n_i, ledger_i)``, ``ledger_i`` the all-atom part with one run of group ``i`` fewer (every outcome enumerated)."""
+    """``delta_1`` of the module docstring: ``sum_i n_i sum_o P_o k_i(eps - l_o)`` over the groups ``(k_i, n_i,
+    ledger_i)``, ``k_i`` one continuous run's profile (``c -> (k~, relative error bound)``: a Laplace group's
+    :func:`continuous_profile`, a subsampled Laplace group's
+    :func:`mechanisms.subsampled_laplace_cf.continuous_profile`), ``ledger_i`` the all-atom part with one run of
+    group ``i`` fewer (every outcome enumerated)."""
 
     def __init__(self, parts):
         self.parts = tuple(parts)
 
     def delta_bounds(self, epsilon: float) -> Bounds:
         lower = estimate = upper = 0.0
-        for t, n, ledger in self.parts:
-            b = ledger.kernel_bounds(epsilon, lambda c, t=t: continuous_profile(c, t))
+        for kernel, n, ledger in self.parts:
+            b = ledger.kernel_bounds(epsilon, kernel)
             lower, estimate, upper = lower + n * b.lower, estimate + n * b.estimate, upper + n * b.upper
         slack = 4.0 * (len(self.parts) + 1) * _U  # the products by n and the additions, each within u
         return Bounds(lower=lower * (1.0 - slack), estimate=estimate, upper=upper * (1.0 + slack))

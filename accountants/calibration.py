@@ -3,7 +3,7 @@
 The search evaluates the accountant's report at each probe, so the returned parameter always meets the target
 (it is one the search evaluated and found feasible). It is proven to when every report the search relied on was a
 proven upper bound; otherwise (an accountant that can only estimate, such as the Fourier accountant on a
-subsampled Laplace ledger) :class:`~mechanisms.errors.EstimateWarning` says that the target is met only by an
+ledger of custom continuous pairs) :class:`~mechanisms.errors.EstimateWarning` says that the target is met only by an
 estimate. A probe the accountant cannot answer (:class:`~mechanisms.errors.NumericalError`,
 :class:`~accountants.fourier_accountant.AccuracyError`: typically too little noise for its numerics) counts as
 infeasible, which keeps the result valid (it is still a probe found feasible); if no probe succeeds the

@@ -19,9 +19,9 @@ Paths, by ledger:
 * only two-point entries (at most ``MAX_ATOMS`` composed outcomes, not counting the group of most runs, which is
   summed through its tail sums: :mod:`accountants.two_point_ledger`): exact enumeration with bounded rounding
   (:func:`accountants._fourier_atoms.two_point_lattice`);
-* Laplace and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms, counted the same way;
-  Poisson-subsampled two-point entries, whose atoms differ between the directions, make one split per direction):
-  the all-atom part of the law is enumerated exactly, so are its products with one continuous Laplace run
+* Laplace (subsampled or not) and two-point entries only (no Gaussian; at most ``MAX_ATOMS`` composed atoms,
+  counted the same way; Poisson-subsampled entries, whose atoms differ between the directions, make one split per
+  direction): the all-atom part of the law is enumerated exactly, so are its products with one continuous run
   (:mod:`accountants._laplace_first_order`), and only the rest, whose transform decays like ``1/u^2``, is
   Fourier-inverted (:func:`accountants._fourier_atoms.laplace_split`); where that cannot reach ``rtol`` (a tiny
   delta), the privacy buckets (below);
@@ -45,8 +45,9 @@ attempt (:meth:`FourierAccountant._inverted_delta`), and the whole laws are inve
 
 Characteristic functions are closed forms or proven enclosures (the Poisson-subsampled Gaussian,
 :mod:`mechanisms.subsampled_gaussian_cf`; their errors join the inversion's bound) and the reports say "upper
-bound"; a ledger with a characteristic function estimated by quadrature (subsampled Laplace, custom continuous
-pairs) is labelled "estimate" and names that part.
+bound"; the Poisson-subsampled Laplace has one too (:mod:`mechanisms.subsampled_laplace_cf`); a ledger with a
+characteristic function estimated by quadrature (custom continuous pairs) is labelled "estimate" and names that
+part.
 
 Privacy buckets (:mod:`accountants.privacy_buckets`): few runs of a small sampling probability (say q <= 1e-3
 and 10-100 steps) give a privacy loss piled up near its infimum whose characteristic function decays only like a
@@ -137,12 +138,12 @@ class FourierAccountant:
     Getters ``get_delta`` / ``get_epsilon`` return the upper end of the interval (``delta_bounds`` /
     ``epsilon_bounds`` return all three of lower, estimate and upper). It is a proven upper bound when
     :attr:`certified` (every characteristic function in closed form). For mechanisms whose characteristic
-    function comes from numerical quadrature (subsampled Laplace, continuous pairs) the error rests on that
+    function comes from numerical quadrature (custom continuous pairs) the error rests on that
     quadrature and is estimated, not proven: reports then say :attr:`~accountants.report.BoundKind.ESTIMATE`
     and which part is estimated, and ``get_delta`` / ``get_epsilon`` warn with
     :class:`~mechanisms.errors.EstimateWarning`. Randomized response and pure DP alone are enumerated exactly;
-    Laplace ledgers without a Gaussian have their atoms enumerated exactly (see the module docstring for the
-    paths and the remaining limit).
+    Laplace ledgers (subsampled or not) without a Gaussian have their atoms enumerated exactly (see the module
+    docstring for the paths and the remaining limit).
 
     A mechanism that is only ``delta_m``-approximately its core (:meth:`mechanisms.base.Mechanism.approximate`,
     for example a custom pair with mass off the common support) is composed through its core and the ledger
@@ -898,8 +899,10 @@ class FourierAccountant:
                             f"rtol {self._rtol:g}: both intervals proven, the reported one is their intersection")
             return buckets
         if self._laplace_split() is not None:
+            closed = all(core.log_mgf_is_closed_form for core, _ in self._cores.values())
+            how = "in closed form" if closed else "in closed form or proven enclosures (every error bounded)"
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "
-                    f"(thesis Sec 3.4), characteristic functions in closed form, rtol {self._rtol:g}")
+                    f"(thesis Sec 3.4), characteristic functions {how}, rtol {self._rtol:g}")
         estimated = sorted({type(core).__name__ for core, _ in self._cores.values()
                             if not (core.log_mgf_is_proven and core.rdp_is_proven)})
         closed = all(core.log_mgf_is_closed_form for core, _ in self._cores.values())

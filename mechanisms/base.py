@@ -6,6 +6,7 @@ import abc
 import fractions
 import functools
 import math
+import typing
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,7 +19,20 @@ from dpledger.mechanisms.relations import Direction
 if TYPE_CHECKING:
     from dpledger.mechanisms.subsampled_body import RemoveBody
 
-__all__ = ["Mechanism"]
+__all__ = ["LossSplit", "Mechanism"]
+
+
+class LossSplit(typing.NamedTuple):
+    """One direction of a privacy loss made of two atoms and a continuous part: ``M(s) = A(s) + C(s)``."""
+
+    #: ``(l1, l0, log P1, log P0)``: the atoms' losses and log-masses under the direction's first distribution, each
+    #: within ``u`` of its exact value (relative), as :meth:`Mechanism.loss_atoms` gives them.
+    atoms: tuple[float, float, float, float]
+    #: ``(c, u_min) -> `` a proven upper bound on ``sup_{|u| >= u_min} log |C(c + iu)|`` (float ``c``).
+    continuous_sup: typing.Callable[[float, float], float]
+    #: ``c -> (k~, relative error bound)``: the continuous part's profile ``k(c) = int (1 - e^(c - L))_+ dC(L)`` at
+    #: float arrays ``c`` (non-increasing), for accountants that price the products with one continuous run exactly.
+    continuous_profile: typing.Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class Mechanism(abc.ABC):
@@ -48,7 +62,7 @@ class Mechanism(abc.ABC):
     #: Whether ``log_mgf`` is proven: a closed form (whose float64 rounding, a few ulps relative, the Fourier
     #: inversion bounds) or a value whose every other error :meth:`log_mgf_enclosure` bounds, with a proven
     #: :meth:`log_mgf_sup`. False where the characteristic function comes from a quadrature whose error is only
-    #: estimated (a user's continuous pair, subsampled Laplace): the accountants then label reports "estimate".
+    #: estimated (a user's continuous pair): the accountants then label reports "estimate".
     log_mgf_is_proven = True
 
     #: Whether the mechanism provides :meth:`subsampled_log_f_enclosure` (a proven characteristic function of
@@ -112,6 +126,17 @@ class Mechanism(abc.ABC):
         if flip is None or flip == 0:
             return None
         return two_point.subsampled_loss_atoms(flip, 1.0)
+
+    def loss_split(self) -> dict[str, LossSplit] | None:
+        """The privacy loss as two atoms plus a continuous part, per direction (``{"remove": LossSplit, "add":
+        LossSplit}``), for accountants that enumerate the atoms of a composition exactly and invert only the rest:
+        the Poisson-subsampled Laplace mechanism (:meth:`subsampled_loss_split`); ``None`` by default."""
+        return None
+
+    def subsampled_loss_split(self, sampling_probability: float) -> dict[str, LossSplit] | None:
+        """:meth:`loss_split` of this mechanism's Poisson-subsampled version (``0 < sampling_probability < 1``), or
+        ``None`` (the default)."""
+        return None
 
     @property
     def children(self) -> tuple[Mechanism, ...]:

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import fractions
+import functools
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _logmath, _validate, closed_form_enclosures, loss_buckets, privacy_loss
-from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms import (
+    _logmath,
+    _tilts,
+    _validate,
+    closed_form_enclosures,
+    loss_buckets,
+    privacy_loss,
+    subsampled_laplace_cf,
+)
+from dpledger.mechanisms.base import LossSplit, Mechanism
 from dpledger.mechanisms.relations import Direction
 
 __all__ = ["LaplaceMechanism"]
@@ -138,3 +148,56 @@ class LaplaceMechanism(Mechanism):
 
     def _output_quadrature(self, max_frequency, tilt, gamma=None):
         return privacy_loss.laplace_output_quadrature(self.sensitivity / self.scale, max_frequency)
+
+    # ------------------------------------------------------------------ Poisson-subsampled characteristic function
+    has_subsampled_enclosure = True  # mechanisms.subsampled_laplace_cf
+
+    def subsampled_log_f_enclosure(
+        self, a: float, v: ArrayLike, sampling_probability: float, *, cut: float = math.inf
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Proven enclosure of the subsampled pair's ``F(a + iv)``: two atoms in closed form and the continuous part
+        by quadrature with every error bounded (:func:`mechanisms.subsampled_laplace_cf.log_f_enclosure`; the pair
+        of the float ``t``, :meth:`laplace_loss_ratio`). Only the whole law (``cut = inf``)."""
+        _whole_law(cut)
+        return subsampled_laplace_cf.log_f_enclosure(a, v, sampling_probability, self.laplace_loss_ratio())
+
+    def subsampled_log_f_real_enclosure(
+        self, a: ArrayLike, sampling_probability: float, *, cut: float = math.inf
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`subsampled_log_f_enclosure` at many real ``a``
+        (:func:`mechanisms.subsampled_laplace_cf.log_f_real_enclosure`)."""
+        _whole_law(cut)
+        return subsampled_laplace_cf.log_f_real_enclosure(a, sampling_probability, self.laplace_loss_ratio())
+
+    def subsampled_log_f_sup(
+        self, a: float, v_min: float, sampling_probability: float, *, cut: float = math.inf
+    ) -> float:
+        """:func:`mechanisms.subsampled_laplace_cf.log_f_sup`: the atoms do not decay, the continuous part like
+        ``1 / |v|``."""
+        _whole_law(cut)
+        return subsampled_laplace_cf.log_f_sup(a, v_min, sampling_probability, self.laplace_loss_ratio())
+
+    def subsampled_loss_split(self, sampling_probability: float) -> dict[str, LossSplit]:
+        """Each direction's two atoms (:func:`mechanisms.subsampled_laplace_cf.atoms`), the decay bound of its
+        continuous part (:func:`mechanisms.subsampled_laplace_cf.log_g_sup`: the remove direction's ``C(s) = G(1 +
+        s)`` at the float ``fl(1 + c)``, widened by the rounding offset, the add direction's ``C(s) = G(-s)``) and its
+        profile (:func:`mechanisms.subsampled_laplace_cf.continuous_profile`)."""
+        g, t = float(sampling_probability), self.laplace_loss_ratio()
+        atoms = subsampled_laplace_cf.atoms(g, t)
+
+        def remove_sup(c, u_min):
+            a, offset = _tilts.two_sum(1.0, float(c))
+            return subsampled_laplace_cf.log_g_sup(float(a), u_min, g, t, a_error=abs(float(offset)))
+
+        def add_sup(c, u_min):
+            return subsampled_laplace_cf.log_g_sup(-float(c), u_min, g, t)
+
+        return {d: LossSplit(atoms[d], sup, functools.partial(subsampled_laplace_cf.continuous_profile, g=g, t=t,
+                                                              direction=d))
+                for d, sup in (("remove", remove_sup), ("add", add_sup))}
+
+
+def _whole_law(cut):
+    """The subsampled Laplace enclosures are of the whole law: ValueError for a finite ``cut``."""
+    if cut != math.inf:
+        raise ValueError(f"the subsampled Laplace mechanism's characteristic function has no cut law; got cut={cut}.")

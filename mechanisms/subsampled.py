@@ -98,9 +98,10 @@ class PoissonSubsampled(Mechanism):
 
     @property
     def log_mgf_is_proven(self) -> bool:
-        """Proven for a Gaussian base (a proven enclosure, :mod:`mechanisms.subsampled_gaussian_cf`) and for bases
-        dominated by randomized response (a finite sum over two atoms, thesis Thm 3.3.5(1)); estimated otherwise
-        (subsampled Laplace and continuous pairs: quadrature whose error is estimated)."""
+        """Proven for a Gaussian or Laplace base (proven enclosures, :mod:`mechanisms.subsampled_gaussian_cf`,
+        :mod:`mechanisms.subsampled_laplace_cf`), for bases dominated by randomized response (a finite sum over two
+        atoms, thesis Thm 3.3.5(1)) and for discrete pairs; estimated otherwise (continuous pairs: quadrature whose
+        error is estimated)."""
         q = self.sampling_probability
         if q == 0.0:
             return True
@@ -119,6 +120,7 @@ class PoissonSubsampled(Mechanism):
         """The add direction of a Gaussian base: its loss is at most ``log(1 / (1 - q))`` and the enclosure's range
         grows only like ``sqrt(|tilt| q)`` (:func:`mechanisms.subsampled_gaussian_cf._left_reach`)."""
         return (direction is Direction.ADD and self.mechanism.has_subsampled_enclosure
+                and self.mechanism.gaussian_loss_noise_multiplier() is not None
                 and 0.0 < self.sampling_probability < 1.0)
 
     @property
@@ -223,6 +225,12 @@ class PoissonSubsampled(Mechanism):
         if flip is None or flip == 0:
             return None
         return two_point.subsampled_loss_atoms(flip, self.sampling_probability)
+
+    def loss_split(self) -> dict | None:
+        """The base's :meth:`~mechanisms.base.Mechanism.subsampled_loss_split` for ``0 < q < 1`` (the Laplace
+        mechanism: two atoms and a continuous part per direction); ``None`` otherwise."""
+        q = self.sampling_probability
+        return self.mechanism.subsampled_loss_split(q) if 0.0 < q < 1.0 else None
 
     @property
     def children(self) -> tuple[Mechanism, ...]:
@@ -416,6 +424,7 @@ class PoissonSubsampled(Mechanism):
             # the upper end of the atoms' enclosure (its rounding bounded), the add direction's argument included
             return closed_form_enclosures.upper_from_enclosure(*self.log_mgf_enclosure(np.asarray(s, float), direction))
         if not (self.mechanism.has_subsampled_enclosure and direction is Direction.REMOVE
+                and self.mechanism.gaussian_loss_noise_multiplier() is not None
                 and 0.0 < self.sampling_probability < 1.0):
             return Mechanism.log_mgf_upper(self, s, direction)
         arr = np.asarray(s, dtype=np.float64)
@@ -545,9 +554,10 @@ class PoissonSubsampled(Mechanism):
         return subsampled_body.RemoveBody(self, cut)
 
     def log_mgf_sup(self, real_part: float, u_min: float) -> float:
-        """A proven bound for a Gaussian base (:meth:`GaussianMechanism.subsampled_log_f_sup`) and for two-point
-        bases (``log M(real_part)``: their transforms do not decay); estimated (quadrature-based, see
-        :func:`mechanisms.privacy_loss.subsampled_log_f_sup`) otherwise."""
+        """A proven bound for a Gaussian or Laplace base (the base's
+        :meth:`~mechanisms.base.Mechanism.subsampled_log_f_sup`) and for two-point bases (``log M(real_part)``: their
+        transforms do not decay); estimated (quadrature-based, see :func:`mechanisms.privacy_loss.subsampled_log_f_sup`)
+        otherwise."""
         q = self.sampling_probability
         if q == 0.0:
             return 0.0

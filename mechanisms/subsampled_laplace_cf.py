@@ -58,7 +58,6 @@ from __future__ import annotations
 import functools
 import math
 
-import mpmath
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -108,7 +107,9 @@ def atoms(g: float, t: float) -> dict[str, tuple[float, float, float, float]]:
     docstring), ``l1 = log(1 - g + g e^t)``, ``l0 = log(1 - g + g e^-t)``; remove masses ``log P1 = l1 - t - log 2``,
     ``log P0 = l0 - log 2``; add losses ``-l1``, ``-l0`` with masses ``-t - log 2``, ``-log 2``. Each value computed
     at 60 significant digits (mpmath) from the floats ``g`` and ``t`` and rounded to nearest: within ``u`` of the
-    exact value, relative."""
+    exact value, relative. (mpmath is imported here, at first use: the core does not load it otherwise.)"""
+    import mpmath
+
     g, t = _checked(g, t)
     with mpmath.workdps(60):
         mg, mt = mpmath.mpf(g), mpmath.mpf(t)
@@ -369,17 +370,22 @@ def _log_two_sinh(x):
     return x + math.log(-math.expm1(-2.0 * x))
 
 
-def log_g_sup(a: float, v_min: float, g: float, t: float) -> float:
-    """A proven bound on ``sup_{|v| >= v_min} log |G(a + iv)|``: the smaller of ``log G(a)``'s upper bound and the
-    decay bound of the module docstring, ``(psi(t) w1^a + psi(-t) w0^a + (psi(-t) - psi(t)) max(w0^a, w1^a)) /
-    |z|`` with ``|z| >= hypot(a, v_min)``, formed in logs (``log psi(t) = -2t - log 4g + log w1``, ``log psi(-t) =
-    t - log 4g + log w0``; ``psi(-t) - psi(t)`` from its sum of sinh terms) and raised by
-    :func:`mechanisms.subsampled_gaussian_cf._slack`."""
+def log_g_sup(a: float, v_min: float, g: float, t: float, a_error: float = 0.0) -> float:
+    """A proven bound on ``sup_{|v| >= v_min} log |G(a' + iv)|`` for every ``a'`` within ``a_error`` of the float
+    ``a``: the smaller of an upper bound on ``log G(a')`` (``log G`` is convex on the real line: its larger value at
+    the two floats just outside ``[a - a_error, a + a_error]``) and the decay bound of the module docstring,
+    ``(psi(t) w1^a' + psi(-t) w0^a' + (psi(-t) - psi(t)) max(w0^a', w1^a')) / |z|``, each power at the end of the
+    interval where it is largest (``w1 > 1 > w0``) and ``|z| >= hypot(|a| - a_error, v_min)``; formed in logs
+    (``log psi(t) = -2t - log 4g + log w1``, ``log psi(-t) = t - log 4g + log w0``, ``psi(-t) - psi(t)`` from its sum
+    of sinh terms) and raised by :func:`mechanisms.subsampled_gaussian_cf._slack`."""
     g, t = _checked(g, t)
-    a, v_min = float(a), float(v_min)
-    value, err = _log_g_real(a, g, t)
-    whole = _slack(float(np.logaddexp(value.real, err)))
-    modulus = math.hypot(a, v_min)
+    a, v_min, a_error = float(a), float(v_min), abs(float(a_error))
+    if a_error:
+        ends = (float(np.nextafter(a - a_error, -np.inf)), float(np.nextafter(a + a_error, np.inf)))
+    else:
+        ends = (a, a)
+    whole = max(_slack(float(np.logaddexp(value.real, err))) for value, err in (_log_g_real(x, g, t) for x in ends))
+    modulus = math.hypot(max(abs(a) - a_error, 0.0) * (1.0 - 4.0 * _U), v_min * (1.0 - 4.0 * _U))
     if modulus == 0.0:
         return whole
     l1, l0 = atoms(g, t)["remove"][:2]
@@ -388,9 +394,10 @@ def log_g_sup(a: float, v_min: float, g: float, t: float) -> float:
     # psi(-t) - psi(t) = e^(-t/2) ((1 - g) 2 sinh(3t/2) + g 2 sinh(t/2)) / (4g): positive terms, no cancellation
     log_diff = -0.5 * t - log_4g + float(np.logaddexp(math.log1p(-g) + _log_two_sinh(1.5 * t),
                                                        math.log(g) + _log_two_sinh(0.5 * t)))
-    top = max(a * l0, a * l1)
-    terms = [log_psi_hi + a * l1, log_psi_lo + a * l0, log_diff + top]
-    decay = _slack(float(_lse(np.array(terms))) - math.log(modulus) + 1e-12 * (abs(a) + 1.0))
+    up1, up0 = ends[1] * l1, ends[0] * l0  # the largest w1^a' and w0^a' over the interval
+    terms = [log_psi_hi + up1, log_psi_lo + up0, log_diff + max(up0, up1)]
+    decay = _slack(float(_lse(np.array(terms))) - math.log(modulus)
+                   + 1e-12 * (abs(a) + a_error + 1.0) * (abs(l0) + abs(l1) + t + abs(log_4g) + 1.0))
     return min(whole, decay)
 
 
@@ -403,3 +410,104 @@ def log_f_sup(a: float, v_min: float, g: float, t: float) -> float:
     log_atoms = float(np.logaddexp(-_LOG_2 + a * l0, -t - _LOG_2 + a * l1))
     log_atoms = _slack(log_atoms + 8.0 * _U * (abs(a) * (abs(l0) + abs(l1)) + t + 1.0))
     return _slack(float(np.logaddexp(log_atoms, log_g_sup(a, v_min, g, t))))
+
+
+def continuous_profile(c: ArrayLike, g: float, t: float, direction: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(k~, relative error bound)`` of the continuous part's profile ``k(c) = int (1 - e^(c - L))_+ dC(L)`` at the
+    floats ``c`` (``direction`` ``"remove"`` or ``"add"``), in closed form; non-increasing in ``c``.
+
+    Remove (``C`` has density ``phi(y) w(y)`` at loss ``r(y)``): zero for ``c >= l1``; ``(1 - e^-t)(1 - e^c) / 2`` for
+    ``c <= l0`` (``C``'s mass is ``(1 - e^-t) / 2`` under both distributions); between, with ``w(y_c) = e^c``,
+    ``int_(y_c)^t phi (w - w(y_c)) dy = (g/2) (1 - e^(-D/2))^2``, ``D = t - y_c`` (substitute ``y = y_c + s``: the
+    integrand is ``(g/4) e^((y_c - t)/2) (e^(s/2) - e^(-s/2))``). ``D`` is formed without cancellation at either
+    end: ``D = -log1p(-xi)``, ``xi = e^(l1 - t - log g) (-expm1(c - l1))``, while ``xi <= 1/2``, else ``D = 2t - E``,
+    ``E = log1p(eta)``, ``eta = e^(l0 + t - log g) expm1(c - l0)`` (``e^c - 1 + g = g e^-t + e^l0 expm1(c - l0)``).
+
+    Add (density ``phi(y)`` at loss ``-r(y)``): zero for ``c >= -l0``; ``(1 - e^-t)(1 - e^c) / 2`` for ``c <= -l1``;
+    between, with ``w(y_d) = e^-c`` and ``E' = y_d + t``, ``int_(-t)^(y_d) phi (1 - e^c w) dy = (1 - (1 - g) e^c) (1
+    - e^(-E'/2))^2 / 2``, ``E' = log1p(eta')``, ``eta' = e^(l0 + t - log g) expm1(-c - l0)``.
+
+    Errors (relative, from the magnitudes; ``l0``, ``l1`` within ``u``): each ``expm1(x)`` of a rounded ``x``
+    within ``2u`` plus ``e^x / |expm1(x)|`` times the argument's absolute error; the factors ``e^(l1 - t - log g)``
+    and ``e^(l0 + t - log g)`` joined to it in logs (``4u`` of the magnitudes; ``e^(l0 + t)`` overflows beyond
+    ``t ~ 709``); each ``log1p(p)`` within ``2u``
+    plus ``|p / (1 + p)|`` times ``p``'s relative error (absolute, then over the value); then through ``f = -expm1(-D
+    / 2)`` by its slope and squared. Where a bound is not finite the value is still returned, with an infinite
+    error (none arises for ``c`` strictly inside the branches)."""
+    g, t = _checked(g, t)
+    if direction not in ("remove", "add"):
+        raise ValueError(f"`direction` of continuous_profile must be 'remove' or 'add'; got {direction!r}.")
+    c = np.asarray(c, dtype=np.float64)
+    l1, l0 = atoms(g, t)["remove"][:2]
+    log_g = math.log(g)
+    lower_value = 0.5 * -math.expm1(-t) * -np.expm1(np.minimum(c, 0.0))
+    lower_rel = np.full(c.shape, 8.0 * _U)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if direction == "remove":
+            top, bottom = l1, l0
+            # near the top: D from xi
+            x1 = np.minimum(c - l1, 0.0)
+            e1 = -np.expm1(x1)
+            xi = np.exp((l1 - t - log_g) + np.log(e1))  # in logs: the factor e^(l1 - t - log g) may overflow
+            rel_xi = (4.0 * _U * (abs(l1) + t + abs(log_g) + np.abs(np.log(e1)) + 2.0)
+                      + (_U * (np.abs(c) + abs(l1)) * 2.02) * _expm1_slope(x1) + 4.0 * _U)
+            d_top = -np.log1p(-xi)
+            abs_d_top = xi / (1.0 - xi) * rel_xi * 1.01 + 2.0 * _U * d_top
+            # near the bottom: D = 2t - E
+            x0 = np.maximum(c - l0, 0.0)
+            log_eta = (l0 + t - log_g) + np.log(np.expm1(x0))  # e^(l0 + t) overflows for t beyond ~709
+            eta = np.exp(np.minimum(log_eta, 700.0))
+            rel_eta = (4.0 * _U * (abs(l0) + t + abs(log_g) + np.abs(log_eta) + 2.0)
+                       + (_U * (np.abs(c) + abs(l0)) * 2.02) * _expm1_slope(x0) + 4.0 * _U)
+            e_low = np.logaddexp(0.0, log_eta)  # log1p(eta)
+            abs_e = eta / (1.0 + eta) * rel_eta * 1.01 + 2.0 * _U * e_low
+            use_top = xi <= 0.5
+            half = np.where(use_top, -d_top / 2.0, e_low / 2.0 - t)  # -D/2
+            abs_half = np.where(use_top, abs_d_top / 2.0, abs_e / 2.0 + _U * (np.abs(e_low / 2.0 - t) + t))
+            f = -np.expm1(half)
+            rel_f = abs_half * _expm1_slope(half) * 1.01 + 2.0 * _U
+            middle = 0.5 * g * f * f
+            middle_rel = 2.0 * rel_f + 4.0 * _U
+        else:
+            top, bottom = -l0, -l1
+            x = np.maximum(-c - l0, 0.0)
+            log_eta = (l0 + t - log_g) + np.log(np.expm1(x))
+            eta = np.exp(np.minimum(log_eta, 700.0))
+            rel_eta = (4.0 * _U * (abs(l0) + t + abs(log_g) + np.abs(log_eta) + 2.0)
+                       + (_U * (np.abs(c) + abs(l0)) * 2.02) * _expm1_slope(x) + 4.0 * _U)
+            e_prime = np.logaddexp(0.0, log_eta)  # log1p(eta)
+            abs_e = eta / (1.0 + eta) * rel_eta * 1.01 + 2.0 * _U * e_prime
+            half = -e_prime / 2.0
+            f = -np.expm1(half)
+            rel_f = (abs_e / 2.0) * _expm1_slope(half) * 1.01 + 2.0 * _U
+            log_keep = math.log1p(-g)
+            xp = np.minimum(c + log_keep, 0.0)
+            pre = -np.expm1(xp)
+            rel_pre = (_U * (np.abs(c) + abs(log_keep)) * 1.01 + 2.0 * _U * abs(log_keep)) * _expm1_slope(xp) + 2.0 * _U
+            middle = 0.5 * pre * f * f
+            middle_rel = rel_pre + 2.0 * rel_f + 4.0 * _U
+    value = np.where(c >= top, 0.0, np.where(c <= bottom, lower_value, middle))
+    rel = np.where(c >= top, 0.0, np.where(c <= bottom, lower_rel, middle_rel))
+    # The branch ends are floats within u of the exact ones: within d = 4u (|end| + |c|) of an end the branch may be
+    # the wrong one. k does not increase, so k(c) <= k(c - 2d), which lies in the branch below for sure; and k(c) >=
+    # 0 near the top, k(c) >= the lower formula at c near the bottom (that formula adds a negative part). Such an
+    # entry is returned as the midpoint of [lower, upper] with the relative half-width as its error.
+    near = 4.0 * _U * (np.abs(c) + np.where(np.abs(c - top) <= np.abs(c - bottom), abs(top), abs(bottom)))
+    band_top = np.abs(c - top) <= near
+    band_bottom = (np.abs(c - bottom) <= near) & ~band_top
+    band = band_top | band_bottom
+    if band.any():
+        v_shift, r_shift = continuous_profile(c[band] - 2.02 * near[band], g, t, direction)
+        upper = v_shift * (1.0 + r_shift)
+        lower = np.where(band_top[band], 0.0, np.maximum(lower_value[band] * (1.0 - lower_rel[band]), 0.0))
+        value[band] = 0.5 * (upper + lower) * (1.0 + 2.0 * _U)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel[band] = np.where(upper > 0.0, (upper - lower) / (upper + lower) * (1.0 + 4.0 * _U) + 4.0 * _U, 0.0)
+    rel = np.where(np.isfinite(rel), rel, np.inf)
+    return value, rel
+
+
+def _expm1_slope(x):
+    """``e^x / |expm1(x)|``: how an absolute error of ``x`` moves ``expm1(x)`` relatively (``inf`` at 0)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.exp(x) / np.abs(np.expm1(x))

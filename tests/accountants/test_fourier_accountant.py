@@ -613,9 +613,19 @@ def test_reports_say_what_they_are():
     assert sub.certified and sub.epsilon_report(1e-5).bound == "upper bound"
     assert "proven enclosures" in sub.epsilon_report(1e-5).method
     laplace = FourierAccountant().compose(PoissonSubsampled(LaplaceMechanism(scale=1.0), 0.1), count=100)
-    assert laplace.certified and laplace.epsilon_report(1e-5).bound == "upper bound"  # its loss buckets
-    assert "privacy buckets" in laplace.epsilon_report(1e-5).method and "only be estimated" in (
+    assert laplace.certified and laplace.epsilon_report(1e-5).bound == "upper bound"  # its proven enclosure
+    assert "atoms of the composed privacy loss" in laplace.epsilon_report(1e-5).method and "proven enclosures" in (
         laplace.epsilon_report(1e-5).method)
+
+    class BucketedLaplace(LaplaceMechanism):  # loss buckets, but no proven characteristic function
+        has_subsampled_enclosure = False
+
+        def subsampled_loss_split(self, sampling_probability):
+            return None
+
+    bucketed = FourierAccountant().compose(PoissonSubsampled(BucketedLaplace(scale=1.0), 0.1), count=100)
+    bucketed_report = bucketed.epsilon_report(1e-5)
+    assert "privacy buckets" in bucketed_report.method and "only be estimated" in bucketed_report.method
     estimated = FourierAccountant().compose(PoissonSubsampled(EstimatedLaplace(scale=1.0), 0.1), count=100)
     assert not estimated.certified and estimated.epsilon_report(1e-5).bound == "estimate"
     assert "quadrature" in estimated.epsilon_report(1e-5).method

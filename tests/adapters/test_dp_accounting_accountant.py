@@ -66,8 +66,8 @@ def test_fourier_method_gives_the_fourier_accountant_numbers():
 
 
 def test_fourier_estimates_are_labelled_and_warned_once(monkeypatch):
-    # the subsampled Laplace's characteristic function comes from quadrature: an estimate once its loss buckets
-    # (which make it proven, issue 14) are withdrawn
+    # the subsampled Laplace's characteristic function is proven (issue 14); withdrawn with its loss buckets, it
+    # comes from quadrature: an estimate
     from dpledger.mechanisms import LaplaceMechanism
 
     sampled_laplace = ev.PoissonSampledDpEvent(0.1, ev.LaplaceDpEvent(1.0))
@@ -77,6 +77,8 @@ def test_fourier_estimates_are_labelled_and_warned_once(monkeypatch):
         assert proven.epsilon_report(1e-5).bound == "upper bound"
         assert proven.get_epsilon(1e-5) <= DPAccountingAccountant().compose(sampled_laplace, 100).get_epsilon(1e-5)
     monkeypatch.setattr(LaplaceMechanism, "has_subsampled_loss_buckets", False)
+    monkeypatch.setattr(LaplaceMechanism, "has_subsampled_enclosure", False)
+    monkeypatch.setattr(LaplaceMechanism, "subsampled_loss_split", lambda self, q: None)
     acc = DPAccountingAccountant(method="fourier").compose(sampled_laplace, 100)
     with pytest.warns(DPLedgerWarning, match="estimate, not a proven upper bound"):
         eps = acc.get_epsilon(1e-5)

@@ -92,3 +92,7 @@ class EstimatedLaplace(LaplaceMechanism):
     function: its Fourier reports rest on quadrature alone, an estimate (the label tests need one)."""
 
     has_subsampled_loss_buckets = False
+    has_subsampled_enclosure = False
+
+    def subsampled_loss_split(self, sampling_probability):
+        return None
