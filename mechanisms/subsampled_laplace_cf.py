@@ -61,7 +61,6 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpledger.mechanisms import _logmath
 from dpledger.mechanisms._phase_fft import _TAYLOR_TARGET
 from dpledger.mechanisms._phase_sums import _COLUMNS, _check_work, _group_keys, _phase_sums
 from dpledger.mechanisms.errors import NumericalError
@@ -331,19 +330,25 @@ def _atom_terms(a, v, g, t):
     z = a + 1j * v
     modulus = np.abs(z)
     log_terms = np.stack([-_LOG_2 + z * l0, -t - _LOG_2 + z * l1])
-    rel = np.stack([modulus * abs(l0) * 1.01 * _U + 4.0 * _U * (_LOG_2 + (abs(a) + np.abs(v)) * abs(l0)),
-                    modulus * abs(l1) * 1.01 * _U + 4.0 * _U * (t + _LOG_2 + (abs(a) + np.abs(v)) * abs(l1))])
+    rel = np.stack([modulus * abs(l0) * 1.01 * _U + 4.0 * _U * (_LOG_2 + (np.abs(a) + np.abs(v)) * abs(l0)),
+                    modulus * abs(l1) * 1.01 * _U + 4.0 * _U * (t + _LOG_2 + (np.abs(a) + np.abs(v)) * abs(l1))])
     return log_terms, rel + 2.0 * _U
 
 
 def log_f_enclosure(a: float, v: ArrayLike, g: float, t: float) -> tuple[np.ndarray, np.ndarray]:
     """``(log F~, log E)`` of the whole ``F(a + iv)`` (module docstring): the two atoms in closed form and
-    :func:`log_g_enclosure`, summed after scaling by the largest real part (the sum's rounding, ``2u`` of the terms'
-    magnitudes, and each part's error added)."""
+    :func:`log_g_enclosure`, combined by :func:`_with_atoms`."""
     g, t = _checked(g, t)
     a = float(a)
     v = np.asarray(v, dtype=np.float64)
     log_g, log_g_err = log_g_enclosure(a, v, g, t)
+    return _with_atoms(np.full(v.shape, a), v, log_g, log_g_err, g, t)
+
+
+def _with_atoms(a, v, log_g, log_g_err, g, t):
+    """``F = atoms + G`` from ``G``'s enclosure, elementwise over ``a + iv``: the terms summed after scaling by the
+    largest real part (the sum's rounding, ``3u`` of the terms' magnitudes, and each part's error added, the log's
+    own rounding and the final sum raised by ``1e-12`` relative and absolute)."""
     log_atoms, rel = _atom_terms(a, v, g, t)
     top = np.maximum(np.max(log_atoms.real, axis=0), log_g.real)
     with np.errstate(under="ignore"):
@@ -355,14 +360,19 @@ def log_f_enclosure(a: float, v: ArrayLike, g: float, t: float) -> tuple[np.ndar
                  + 3.0 * _U * magnitude)
     value = np.log(total) + top
     log_err = np.log(error * (1.0 + 1e-12)) + top
-    return value, _logmath.widen_up(log_err, 1e-12, 1e-12)
+    return value, log_err + 1e-12 * (np.abs(log_err) + 1.0)
 
 
 def log_f_real_enclosure(a: ArrayLike, g: float, t: float) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`log_f_enclosure` at many real ``a`` (``v = 0``), one cached layout each."""
+    """:func:`log_f_enclosure` at many real ``a`` (``v = 0``): each ``G(a)`` from its cached layout, the atoms and
+    the sums at once."""
+    g, t = _checked(g, t)
     a = np.asarray(a, dtype=np.float64).reshape(-1)
-    pairs = [log_f_enclosure(float(x), np.zeros(1), g, t) for x in a]
-    return (np.array([p[0][0] for p in pairs], dtype=np.complex128), np.array([p[1][0] for p in pairs]))
+    pairs = [_log_g_real(float(x), g, t) for x in a]
+    log_g = np.array([p[0] for p in pairs], dtype=np.complex128)
+    log_g_err = np.array([p[1] for p in pairs])
+    value, log_err = _with_atoms(a, np.zeros(a.shape), log_g, log_g_err, g, t)
+    return value.astype(np.complex128), log_err
 
 
 def _log_two_sinh(x):
