@@ -12,8 +12,9 @@ a direction that bound rules out costs one inversion.
 
 Paths, by ledger:
 
-* a single run of a mechanism with an exact profile (``Mechanism.has_exact_profile``: the Gaussian and its
-  Poisson-subsampled version): that profile, with its rounding bounded (``Mechanism.delta_bounds_one_run``);
+* a single run of a mechanism with an exact profile (``Mechanism.has_exact_profile``: the Gaussian, the Laplace
+  mechanism and their Poisson-subsampled versions): that profile, with its rounding bounded
+  (``Mechanism.delta_bounds_one_run``);
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
 * only two-point entries (at most ``MAX_ATOMS`` composed outcomes, not counting the group of most runs, which is
@@ -880,7 +881,7 @@ class FourierAccountant:
         if self._one_run() is not None:
             return ("exact privacy profile of the single run (Poisson subsampling: thesis Thm 3.3.5's pairs, whose "
                     "hockey-stick divergences are the base's at a transformed epsilon; the analytic Gaussian, Balle "
-                    "& Wang 2018, Thm 8), float64 rounding bounded")
+                    "& Wang 2018, Thm 8; the Laplace pair's 1 - e^((eps - t)/2)), float64 rounding bounded")
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")

@@ -125,6 +125,32 @@ class LaplaceMechanism(Mechanism):
         log_a = np.logaddexp(c * t, -t * (1.0 + c)) - np.log(2.0)
         return float(log_a + np.log1p(1.0 / np.hypot(1.0 + 2.0 * c, 2.0 * u_min)))
 
+    has_exact_profile = True
+
+    def delta_bounds_one_run(self, epsilon: float, direction: Direction) -> tuple[float, float]:
+        """One run's exact profile, the same in both directions (the pair is symmetric): ``delta(eps) = 1 - e^((eps
+        - t) / 2)`` for ``0 <= eps < t``, 0 beyond (the loss is ``2x - t`` between the two means, where ``P(X > x) -
+        e^eps Q(X > x)`` at ``x = (t + eps) / 2`` gives it; the atoms at ``+-t`` add nothing above ``eps``), with
+        ``t`` the exact ratio. Rounding: ``(eps - t) / 2`` within ``u`` of itself (halving is exact), ``expm1``
+        within ``2u``, the argument's error moving it by ``u |x e^x / expm1(x)| <= u (1 + |x|)``: both ends widened
+        by twice that. The profile increases with ``t``: the upper end is taken at the float at or above the exact
+        ratio (:meth:`laplace_loss_ratio`), the lower end at the float at or below it."""
+        epsilon = _validate.nonnegative(epsilon, "epsilon", "LaplaceMechanism.delta_bounds_one_run")
+        t_up = self.laplace_loss_ratio()
+        exact = fractions.Fraction(self.sensitivity) / fractions.Fraction(self.scale)
+        t_low = t_up if fractions.Fraction(t_up) == exact else float(np.nextafter(t_up, 0.0))
+
+        def profile(t):
+            if epsilon >= t:
+                return 0.0, 0.0
+            x = (epsilon - t) / 2.0
+            return -math.expm1(x), 2.0 * (3.0 + abs(x)) * _logmath.EPS
+
+        low, low_rel = profile(t_low)
+        high, high_rel = profile(t_up)
+        upper = min(float(_logmath.widen_up(high, high_rel)), 1.0) if high > 0.0 else 0.0
+        return max(low * (1.0 - low_rel), 0.0), upper
+
     def laplace_loss_ratio(self) -> float | None:
         """``t = sensitivity / scale`` rounded up (exact rational rounding, :func:`mechanisms._logmath.ratio_up`): the
         pair of a larger shift dominates, so the float pair the accountants price stays a dominating pair."""

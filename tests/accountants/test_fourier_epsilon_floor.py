@@ -25,7 +25,10 @@ def test_a_ledger_with_another_mechanism_keeps_the_largest_one_run_floor():
     acc = FourierAccountant().compose(GaussianMechanism(sigma=3.0), 2).compose(RandomizedResponse(p=0.6), 5)
     one = FourierAccountant().compose(GaussianMechanism(sigma=3.0), 1).epsilon_bounds(1e-5)
     assert acc.epsilon_floor(1e-5) == one.lower <= acc.epsilon_bounds(1e-5).upper
-    assert FourierAccountant().compose(LaplaceMechanism(scale=1.0), 3).epsilon_floor(1e-5) == 0.0  # no exact profile
+    laplace = FourierAccountant().compose(LaplaceMechanism(scale=1.0), 3)  # Laplace: an exact one-run profile too
+    one = FourierAccountant().compose(LaplaceMechanism(scale=1.0), 1).epsilon_bounds(1e-5)
+    assert laplace.epsilon_floor(1e-5) == one.lower <= laplace.epsilon_bounds(1e-5).upper
+    assert FourierAccountant().compose(RandomizedResponse(p=0.6), 3).epsilon_floor(1e-5) == 0.0  # no exact profile
 
 
 def test_calibration_rules_out_little_noise_by_the_floor():
