@@ -702,9 +702,24 @@ class FourierAccountant:
 
         splits = self._laplace_split()
         if splits is not None:  # the atoms enumerated, the rest inverted; the buckets where that cannot reach rtol
-            return self._via_buckets(
-                lambda: split_delta_bounds(self._split_pairs(splits), epsilon, **self._settings()), bucketed)
+            return self._via_buckets(lambda: self._whole_or_split(
+                splits, lambda: self._inverted_delta(epsilon),
+                lambda: split_delta_bounds(self._split_pairs(splits), epsilon, **self._settings())), bucketed)
         return self._via_buckets(lambda: self._inverted_delta(epsilon), bucketed)
+
+    def _whole_or_split(self, splits, whole, split):
+        """``split()``, or first ``whole()`` where the split says so (its atoms weigh too little to hold the whole
+        law's inversion back: :data:`accountants._fourier_atoms.WHOLE_FIRST_LOG_ATOM_MASS`), the split answering
+        where the whole law cannot reach ``rtol``; both are proven. The report names the path taken."""
+        if splits[0][1].whole_first:
+            try:
+                result = whole()
+                self._derived["split_used"] = False
+                return result
+            except (AccuracyError, NumericalError):
+                pass
+        self._derived["split_used"] = True
+        return split()
 
     def _inverted_delta(self, epsilon):
         """``max_delta_bounds`` at ``epsilon``: first on the remove direction's cut laws (:meth:`_remove_bodies`, as
@@ -837,8 +852,13 @@ class FourierAccountant:
 
         splits = self._laplace_split()
         if splits is not None:  # the atoms enumerated, the rest inverted; the buckets where that cannot reach rtol
-            return self._via_buckets(lambda: split_epsilon_bounds(
-                self._split_pairs(splits), delta, self.pure_epsilon(), **self._settings()), bucketed)
+            def whole():
+                b = self._inverted(functools.partial(max_epsilon_bounds, mirrored=True), np.log(delta), delta=delta)
+                pure = self.pure_epsilon()
+                return Bounds(*(min(getattr(b, f), pure) for f in ("lower", "estimate", "upper")))
+
+            return self._via_buckets(lambda: self._whole_or_split(splits, whole, lambda: split_epsilon_bounds(
+                self._split_pairs(splits), delta, self.pure_epsilon(), **self._settings())), bucketed)
 
         def narrow(b):  # the search failed; loose inversions inside the proven interval may still narrow it
             if b.upper - b.lower <= self._rtol * b.upper:
@@ -899,7 +919,7 @@ class FourierAccountant:
                             "characteristic functions in closed form or proven enclosures), which could not reach "
                             f"rtol {self._rtol:g}: both intervals proven, the reported one is their intersection")
             return buckets
-        if self._laplace_split() is not None:
+        if self._laplace_split() is not None and self._derived.get("split_used", True):
             closed = all(core.log_mgf_is_closed_form for core, _ in self._cores.values())
             how = "in closed form" if closed else "in closed form or proven enclosures (every error bounded)"
             return ("atoms of the composed privacy loss enumerated exactly, the rest by Fourier inversion "

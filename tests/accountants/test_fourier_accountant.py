@@ -614,8 +614,7 @@ def test_reports_say_what_they_are():
     assert "proven enclosures" in sub.epsilon_report(1e-5).method
     laplace = FourierAccountant().compose(PoissonSubsampled(LaplaceMechanism(scale=1.0), 0.1), count=100)
     assert laplace.certified and laplace.epsilon_report(1e-5).bound == "upper bound"  # its proven enclosure
-    assert "atoms of the composed privacy loss" in laplace.epsilon_report(1e-5).method and "proven enclosures" in (
-        laplace.epsilon_report(1e-5).method)
+    assert "proven enclosures" in laplace.epsilon_report(1e-5).method
 
     class BucketedLaplace(LaplaceMechanism):  # loss buckets, but no proven characteristic function
         has_subsampled_enclosure = False
