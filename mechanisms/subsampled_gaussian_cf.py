@@ -80,7 +80,7 @@ from scipy import special
 
 from dpledger.mechanisms import _logmath, _validate
 from dpledger.mechanisms._phase_fft import _TAYLOR_TARGET
-from dpledger.mechanisms._phase_sums import _COLUMNS, _check_work, _group_keys, _phase_sums
+from dpledger.mechanisms._phase_sums import _check_work, _group_keys, log_sum_enclosure
 from dpledger.mechanisms.errors import NumericalError
 
 __all__ = ["log_f_enclosure", "log_f_real_enclosure", "log_f_upper"]
@@ -446,23 +446,9 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
         h = np.repeat(h, _N_NODES)[keep]
         eps = _term_errors(x, r, h, log_w, log_c[keep], abs(a), peak, v_top, g, mu)
         taylor_target = _TAYLOR_TARGET * math.exp(_log_relaxation(v_low))
-        sums, shift, phase_errors, sum_error = _phase_sums(part, r, c, taylor_target)
-        # the frequency split of _phase_sums (|e^(i d r) - 1| <= |d r|) and its one extra complex product
-        eps = np.expm1(eps + phase_errors + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
-        total_c = float(np.sum(c))
-        if sum_error is None:  # dot products: one product, then the partial sums in turn
-            length = min(c.size, _COLUMNS) + -(-c.size // _COLUMNS) + 2
-            sum_error = 2.0 * length * _U * total_c * (1.0 + float(eps.max()))
-        # sum_j c_j eps_j of non-negative terms: J products and J - 1 additions in any order, at most gamma_(J+1)
-        rounding = (float(np.sum(c * eps)) * (1.0 + 2.0 * (c.size + 2) * _U)
-                    + sum_error * (1.0 + float(eps.max())))
-        # panels tile [lo, hi] up to the rounding of their centres (_panel_log_errors)
-        log_gaps = log_sups
-        with np.errstate(over="ignore"):  # beyond float64 the bound is inf: NumericalError below, no warning
-            fixed = np.exp(np.array([log_quad, log_left, log_right, dropped, log_gaps]) - peak).sum()
-        log_err = np.log((rounding + fixed) * (1.0 + 1e-10) + 1e-300) + peak
-        with np.errstate(divide="ignore"):
-            out[sel] = np.log(sums) + peak
+        # panels tile [lo, hi] up to the rounding of their centres (_panel_log_errors): log_sups bounds the gaps
+        out[sel], log_err = log_sum_enclosure(part, r, c, eps, peak, taylor_target,
+                                              [log_quad, log_left, log_right, dropped, log_sups])
         err[sel] = _slack(float(log_err))
 
     _run_groups(one_group, plans, flat.size)

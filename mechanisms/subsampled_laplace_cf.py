@@ -62,7 +62,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpledger.mechanisms._phase_fft import _TAYLOR_TARGET
-from dpledger.mechanisms._phase_sums import _COLUMNS, _check_work, _group_keys, _phase_sums
+from dpledger.mechanisms._phase_sums import _check_work, _group_keys, log_sum_enclosure
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.subsampled_gaussian_cf import (
     NODE_ERROR,
@@ -297,20 +297,8 @@ def _log_g_enclosure(a, v, g, t):
         hy = np.repeat(h, _N_NODES)[keep]
         eps = _term_errors(y, r, hy, log_w, log_c[keep], abs(a), peak, v_top, g, t)
         taylor_target = _TAYLOR_TARGET * math.exp(_log_relaxation(v_low))
-        sums, shift, phase_errors, sum_error = _phase_sums(part, r, c, taylor_target)
-        eps = np.expm1(eps + phase_errors + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
-        total_c = float(np.sum(c))
-        if sum_error is None:  # dot products: one product, then the partial sums in turn
-            length = min(c.size, _COLUMNS) + -(-c.size // _COLUMNS) + 2
-            sum_error = 2.0 * length * _U * total_c * (1.0 + float(eps.max()))
-        rounding = (float(np.sum(c * eps)) * (1.0 + 2.0 * (c.size + 2) * _U)
-                    + sum_error * (1.0 + float(eps.max())))
-        log_tiling = _log_tiling_error(a, g, t, h, centres)
-        with np.errstate(over="ignore"):
-            fixed = np.exp(np.array([log_quad, dropped, log_tiling]) - peak).sum()
-        log_err = math.log((rounding + fixed) * (1.0 + 1e-10) + 1e-300) + peak
-        with np.errstate(divide="ignore"):
-            out[sel] = np.log(sums) + peak
+        out[sel], log_err = log_sum_enclosure(part, r, c, eps, peak, taylor_target,
+                                              [log_quad, dropped, _log_tiling_error(a, g, t, h, centres)])
         err[sel] = _slack(float(log_err))
 
     _run_groups(one_group, plans, flat.size)

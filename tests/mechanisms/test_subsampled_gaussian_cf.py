@@ -98,7 +98,7 @@ def test_high_frequency_groups_aim_at_a_target_raised_by_the_square_of_their_fre
     v = np.linspace(300.0, 480.0, cf._SHORT_LINE + 44)  # a long line: one octave, relaxed ~88 times
     targets = []
     original = phase_sums._phase_sums
-    monkeypatch.setattr(cf, "_phase_sums", lambda *args: targets.append(args[3]) or original(*args))
+    monkeypatch.setattr(phase_sums, "_phase_sums", lambda *args: targets.append(args[3]) or original(*args))
     value, log_err = cf.log_f_enclosure(a, v, g, mu)
     assert targets == [pytest.approx(1e-16 * (300.0 / cf._TARGET_FREQUENCY) ** 2)]  # and its Taylor remainder
     with mp.workdps(DPS):
