@@ -207,6 +207,9 @@ def test_real_enclosures_at_many_tilts_are_the_pointwise_ones():
 @example(1.0, 50.0, 0.5, 1.0, 1.0)
 @example(-5.0, 2000.0, 0.999, 30.0, 1.3)
 @example(8.0, 1.0, 1e-6, 0.001, 3.0)
+# low frequencies, where |G| exceeds the boundary terms alone by e^0.21 and e^0.19 (the variation term is needed)
+@example(5.078277565002491, 1.4482051355316408, 0.3912875099838979, 1.487698334766297, 1.3)
+@example(2.5068287995332934, 0.7674246620124142, 0.2565020802659978, 17.9627546447572, 1.3)
 def test_sup_bounds_dominate_the_modulus_beyond_their_frequency(a, v_min, g, t, factor):
     log_g_sup = cf.log_g_sup(a, v_min, g, t)
     log_f_sup = cf.log_f_sup(a, v_min, g, t)
