@@ -133,6 +133,8 @@ def test_enclosures_contain_the_mpmath_values(a, v, g, t):
     (0.5, 10.0, 0.3, 250.0),                # t large: 250 zones, w(t) ~ e^249
     (4.572312287647529, 92239.62201570564, 0.00010861291060475672, 6.046700552203301),  # |v| ~ 1e5: without
     # the quadrature's error term this point falls outside (by hand: ratio 1.25)
+    (7.962818066882402, 356.18875779311657, 0.21003163204266892, 8.005437676116841),  # F's atoms dominate: without
+    # their rounding error F's enclosure misses (by hand: ratio 1.16)
     (2.0, 1e5, 1e-4, 1.0),
     (-3.0, 3e4, 1e-3, 2.0),
     (30.0, 0.0, 1e-3, 20.0),
