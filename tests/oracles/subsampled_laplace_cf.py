@@ -8,8 +8,9 @@ Two independent ways to ``G``:
 
 * :func:`g_closed_form` -- substituting ``x = c e^y`` with ``c = g / (1 - g)`` turns ``G`` into
   ``(1 - g)^z c^(1/2) / 4 int x^(-3/2) (1 + x)^z dx`` over ``[c e^-t, c e^t]``, and ``d/dx [x^p 2F1(-z, p; p + 1;
-  -x) / p] = x^(p - 1) (1 + x)^z`` (DLMF 15.5.E1 with Euler's integral 15.6.1, continued in ``p``; the right side is
-  analytic for ``x > 0``), so with ``p = -1/2`` and ``H(x) = 2F1(-z, -1/2; 1/2; -x)``::
+  -x) / p] = x^(p - 1) (1 + x)^z`` (for ``p > 0`` Euler's integral, DLMF 15.6.1, with ``s = x u`` gives
+  ``int_0^x s^(p-1) (1 + s)^z ds``; both sides are analytic in ``p`` away from ``0, -1, ...`` and in ``x > 0``, so
+  the derivative identity holds at ``p = -1/2``), so with ``H(x) = 2F1(-z, -1/2; 1/2; -x)``::
 
       G(z) = ((1 - g)^z / 2) (H(c e^-t) - e^-t H(c e^t)).
 
