@@ -261,3 +261,22 @@ def test_bad_probability_or_ratio_raises_a_value_error(g, t, match):
     for call in calls:
         with pytest.raises(ValueError, match=match):
             call()
+
+
+def test_red_team_findings_negative_v_min_and_the_panel_limit():
+    """A negative ``v_min`` asks for every frequency, v = 0 included: the bound must reach ``log G(a)`` (it gave
+    -1.986 against log G(1.5) = -1.151 before); NaN is refused; a frequency beyond the panel limit says so."""
+    from dpledger.mechanisms.errors import NumericalError
+
+    value, err = cf.log_g_enclosure(1.5, np.zeros(1), 0.05, 1.0)
+    assert cf.log_g_sup(1.5, -200.0, 0.05, 1.0) >= float(np.logaddexp(value[0].real, err[0]))
+    assert cf.log_f_sup(1.5, -200.0, 0.05, 1.0) >= float(cf.log_f_enclosure(1.5, np.zeros(1), 0.05, 1.0)[0][0].real)
+    with pytest.raises(ValueError, match="v_min"):
+        cf.log_g_sup(1.5, float("nan"), 0.05, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        cf.log_g_enclosure(float("nan"), np.ones(1), 0.05, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        cf.log_f_enclosure(1.0, np.array([1.0, np.inf]), 0.05, 1.0)
+    with pytest.raises(NumericalError, match="quadrature panels"):
+        cf.log_g_enclosure(1.9246598529481185, np.array([327280.6411658631]), 1.7261441971237977e-07,
+                            34.21443889947499)
