@@ -521,9 +521,10 @@ class FourierAccountant:
         return result
 
     def _max_damping(self):
-        """Damping cap: large for closed-form ledgers (cost independent of the tilt), small where a quadrature's
-        range grows with the tilt (Poisson-subsampled mechanisms)."""
-        closed = all(core.log_mgf_is_closed_form for core, _ in self._cores.values())
+        """Damping cap: large for closed-form ledgers (cost independent of the tilt) and enclosures over a fixed range
+        (:attr:`~mechanisms.base.Mechanism.log_mgf_allows_large_damping`: the subsampled Laplace), small where a
+        quadrature's range grows with the tilt (the subsampled Gaussian)."""
+        closed = all(core.log_mgf_allows_large_damping for core, _ in self._cores.values())
         if closed and self.certified:
             return MAX_DAMPING_CLOSED_FORM
         return MAX_DAMPING

@@ -59,6 +59,18 @@ class Mechanism(abc.ABC):
     #: range that grows with the tilt. Combinators: the conjunction over their children.
     log_mgf_is_closed_form = True
 
+    #: Whether the mechanism's Poisson-subsampled enclosure (:meth:`subsampled_log_f_enclosure`) integrates over an
+    #: output range that does not grow with the tilt (the Laplace mechanism: ``[-t, t]``; the Gaussian's grows).
+    subsampled_enclosure_range_is_fixed = False
+
+    @property
+    def log_mgf_allows_large_damping(self) -> bool:
+        """Whether the characteristic-function accountant may use large dampings (up to
+        ``accountants.fourier_inversion.MAX_DAMPING_CLOSED_FORM``): a closed form, or an enclosure whose range does
+        not grow with the tilt (:attr:`subsampled_enclosure_range_is_fixed`). Any damping is valid; this one only
+        governs cost. Default: :attr:`log_mgf_is_closed_form` (combinators: theirs)."""
+        return self.log_mgf_is_closed_form
+
     #: Whether ``log_mgf`` is proven: a closed form (whose float64 rounding, a few ulps relative, the Fourier
     #: inversion bounds) or a value whose every other error :meth:`log_mgf_enclosure` bounds, with a proven
     #: :meth:`log_mgf_sup`. False where the characteristic function comes from a quadrature whose error is only

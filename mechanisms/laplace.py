@@ -177,6 +177,7 @@ class LaplaceMechanism(Mechanism):
 
     # ------------------------------------------------------------------ Poisson-subsampled characteristic function
     has_subsampled_enclosure = True  # mechanisms.subsampled_laplace_cf
+    subsampled_enclosure_range_is_fixed = True  # its continuous part lives on [-t, t]
 
     def subsampled_log_f_enclosure(
         self, a: float, v: ArrayLike, sampling_probability: float, *, cut: float = math.inf
