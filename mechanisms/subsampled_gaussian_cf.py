@@ -174,6 +174,14 @@ def _lse(x, axis=None):
     return out.squeeze() if axis is None else np.squeeze(out, axis=axis)
 
 
+def _pruned(log_c):
+    """``(peak, keep, log of the dropped mass)``: the terms kept are those within ``e^_PRUNE`` of the largest; the
+    magnitudes of the others join the error (``|e^(i v r)| = 1``: they bound the omitted part at every ``v``)."""
+    peak = float(log_c.max())
+    keep = log_c >= peak - _PRUNE
+    return peak, keep, (_lse(log_c[~keep]) if (~keep).any() else -np.inf)
+
+
 def _r(x, g, mu):
     """``r(x) = log(1 - g + g e^(mu x - mu^2/2))`` for real ``x``."""
     return np.logaddexp(np.log1p(-g), np.log(g) + mu * x - 0.5 * mu * mu)
@@ -434,14 +442,12 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
         above = (v_top, layout[4])
         nodes = _nodes(a, g, mu, layout[0], layout[1])
         log_c = nodes[3]
-        work = _check_work(flat[sel], int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top, work)
+        work = _check_work(flat[sel], int(np.count_nonzero(_pruned(log_c)[1])), v_top, work)
         plans.append((sel, v_top, v_low, layout, nodes))
     def one_group(plan):
         sel, v_top, v_low, (h, _, log_quad, log_sups, _), (x, r, log_w, log_c) = plan
         part = flat[sel]
-        peak = float(log_c.max())
-        keep = log_c >= peak - _PRUNE
-        dropped = _lse(log_c[~keep]) if (~keep).any() else -np.inf
+        peak, keep, dropped = _pruned(log_c)
         x, r, log_w, c = x[keep], r[keep], log_w[keep], np.exp(log_c[keep] - peak)
         h = np.repeat(h, _N_NODES)[keep]
         eps = _term_errors(x, r, h, log_w, log_c[keep], abs(a), peak, v_top, g, mu)

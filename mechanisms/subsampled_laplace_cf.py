@@ -65,9 +65,15 @@ from dpledger.mechanisms._phase_fft import _TAYLOR_TARGET
 from dpledger.mechanisms._phase_sums import _check_work, _group_keys, log_sum_enclosure
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.subsampled_gaussian_cf import (
+    _LOG_TARGET,
+    _N_NODES,
+    _RHOS,
+    _SHORT_LINE,
     NODE_ERROR,
     WEIGHT_ERROR,
+    _log_relaxation,
     _lse,
+    _pruned,
     _rule,
     _run_groups,
     _slack,
@@ -75,20 +81,12 @@ from dpledger.mechanisms.subsampled_gaussian_cf import (
 
 __all__ = ["atoms", "log_f_enclosure", "log_f_real_enclosure", "log_f_sup", "log_g_enclosure", "log_g_sup"]
 
+# The rule, the candidate ellipses, the quadrature target and its relaxation beyond _TARGET_FREQUENCY, the pruning
+# and the short lines are the subsampled Gaussian's (imported above).
 _U = 2.0**-53
-_N_NODES = 20
 _LOG_2, _LOG_4 = math.log(2.0), math.log(4.0)
-#: Nodes whose terms fall below exp(-_PRUNE) of the largest are left out (their magnitudes join the error).
-_PRUNE = 46.0
-#: Target of the quadrature error relative to G(a) (only a target: the bound used is the one computed).
-_LOG_TARGET = math.log(1e-17)
-#: Beyond this frequency a group's target grows like the square of its smallest ``|v|`` (module docstring).
-_TARGET_FREQUENCY = 32.0
-_RHOS = np.array([1.05, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 6.0, 10.0])
 #: Most panels of one layout (each of 20 nodes).
 _MAX_PANELS = 1 << 16
-#: Lines of at most this many frequencies share one layout (the one for their largest ``|v|``).
-_SHORT_LINE = 256
 
 
 def _checked(g, t):
@@ -176,10 +174,6 @@ def _panel_log_errors(a, v_top, g, t, centres, h):
     log_err = (math.log(64.0 / 15.0) + math.log(h) + log_m
                - (2 * _N_NODES * np.log(rho) + np.log(rho * rho - 1.0))[None, :])
     return log_err.min(axis=1)
-
-
-def _log_relaxation(v_low):
-    return 2.0 * math.log(max(float(v_low), _TARGET_FREQUENCY) / _TARGET_FREQUENCY)
 
 
 @functools.lru_cache(maxsize=256)
@@ -301,16 +295,14 @@ def _log_g_enclosure(a, v, g, t):
                 f"{_MAX_PANELS} quadrature panels; use RDPAccountant, or a larger rtol.")
         nodes = _nodes(a, g, t, h, centres)
         log_c = nodes[3]
-        work = _check_work(flat[sel], int(np.count_nonzero(log_c >= float(log_c.max()) - _PRUNE)), v_top, work,
+        work = _check_work(flat[sel], int(np.count_nonzero(_pruned(log_c)[1])), v_top, work,
                            name="the subsampled Laplace mechanism's characteristic function")
         plans.append((sel, v_top, v_low, (h, centres, log_quad), nodes))
 
     def one_group(plan):
         sel, v_top, v_low, (h, centres, log_quad), (y, r, log_w, log_c) = plan
         part = flat[sel]
-        peak = float(log_c.max())
-        keep = log_c >= peak - _PRUNE
-        dropped = _lse(log_c[~keep]) if (~keep).any() else -np.inf
+        peak, keep, dropped = _pruned(log_c)
         y, r, log_w, c = y[keep], r[keep], log_w[keep], np.exp(log_c[keep] - peak)
         hy = np.repeat(h, _N_NODES)[keep]
         eps = _term_errors(y, r, hy, log_w, log_c[keep], abs(a), peak, v_top, g, t)
