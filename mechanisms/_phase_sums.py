@@ -173,7 +173,7 @@ def _check_work(v, nodes, v_top, done=0, name="the subsampled Gaussian's charact
     return work
 
 
-def log_sum_enclosure(v, r, c, eps, peak, taylor_target, log_fixed):
+def log_sum_enclosure(v, r, c, eps, peak, taylor_target, log_fixed, extra=None):
     """``(log S~, log E)``: the phase sums ``S(v_k) = e^peak sum_j c_j e^(i v_k r_j)`` of the subsampled enclosures'
     kept quadrature terms (``c`` their magnitudes over ``e^peak``, ``eps`` each term's relative error bound before the
     sums) and one bound ``E`` for every ``k``: the terms' own errors through the sums (:func:`_phase_sums`' phase
@@ -181,7 +181,12 @@ def log_sum_enclosure(v, r, c, eps, peak, taylor_target, log_fixed):
     (the FFT's bound, or dot products of at most :data:`_COLUMNS` terms and the partial sums in turn; ``sum_j c_j
     eps_j`` of non-negative terms in any order within ``gamma_(J+1)``), and the errors ``e^(log_fixed)`` the caller
     bounded
-    (quadrature, tails, pruned terms, tiling), raised by ``1e-10``. The caller adds its own slack to ``log E``."""
+    (quadrature, tails, pruned terms, tiling), raised by ``1e-10``. The caller adds its own slack to ``log E``.
+
+    ``extra``, if given, is ``(values, error)``: terms over ``e^peak`` added to the sums at each frequency (a jump
+    term of :mod:`mechanisms.subsampled_gaussian_cf`), ``error`` a bound on their own error at every frequency; that
+    error joins the others, and the addition's rounding (``u`` of the larger magnitude, at most ``sum c +
+    max |values|``) the sums'."""
     sums, shift, phase_errors, sum_error = _phase_sums(v, r, c, taylor_target)
     eps = np.expm1(eps + phase_errors + shift * np.abs(r) * 1.01 + 8.0 * _U) * 1.01 + 8.0 * _U
     if sum_error is None:  # dot products: one product, then the partial sums in turn
@@ -190,6 +195,11 @@ def log_sum_enclosure(v, r, c, eps, peak, taylor_target, log_fixed):
     rounding = float(np.sum(c * eps)) * (1.0 + 2.0 * (c.size + 2) * _U) + sum_error * (1.0 + float(eps.max()))
     with np.errstate(over="ignore"):  # beyond float64 the bound is inf: the caller raises NumericalError
         fixed = np.exp(np.asarray(log_fixed, dtype=np.float64) - peak).sum()
+    if extra is not None:
+        values, error = extra
+        sums = sums + values
+        fixed = fixed + float(error) + 2.0 * _U * (float(np.sum(c)) * (1.0 + float(eps.max()))
+                                                    + float(np.max(np.abs(values))))
     log_err = float(np.log((rounding + fixed) * (1.0 + 1e-10) + 1e-300)) + peak
     with np.errstate(divide="ignore"):
         return np.log(sums) + peak, log_err

@@ -22,6 +22,25 @@ jumps at ``c``, and indeed ``|F_b(a + iv)| ~ phi(c) B(c)^a / (v r'(c))`` for lar
 near 0). The shortcut that skips the bound at ``v = 0`` uses ``log F(a) >= 0`` outside ``(0, 1)``, false for the
 body; there a proven lower bound on ``log F_b(a)`` (a lower sum on the same cells, :func:`_log_lower_sum`) takes the
 place of 0.
+
+**Upper part of a soft split.** :mod:`mechanisms.subsampled_gaussian_cf` may split the integrand with the weight
+``chi(x) = Phi((x - c) / w)`` (``Phi`` the standard normal CDF, entire) into ``F = N + W``, ``W(z) = int phi chi B^z``
+over ``x <= cut``. For any complex ``u + it``, ``Phi(u + it) = int_(-inf)^0 phi(u + it + tau) d tau`` (a horizontal
+path, on which ``phi`` decays), and ``|phi(u + tau + it)| = phi(u + tau) e^(t^2/2)``, so ``|Phi(u + it)| <= e^(t^2/2)
+Phi(u)``: on ``Im x = b``, ``|chi(x + ib)| <= e^(b^2 / (2 w^2)) Phi((x - c) / w)``. The shifted contour above then
+gives ``|W(a + iv)| <= e^(b^2/2 + b^2/(2 w^2)) cos(mu b/2)^min(a,0) int phi(x) Phi((x - c)/w) B(x)^a e^(-|v| theta(x,
+b)) dx``, plus, for a finite cut, the vertical side with ``|chi(cut + iy)| <= e^(y^2/(2 w^2))``
+(:func:`log_soft_upper_sup`).
+Where the loss is narrow (little sampling), most of the mass sits at small ``x``, where ``theta`` is tiny and ``F``
+barely decays; the weight removes it from ``W``, whose bound then falls fast with ``|v|``.
+
+**Jump at the cut.** The vertical side at a finite cut is the body's jump, ``|f(cut)| / (|v| r'(cut))`` in size,
+and it decays only like ``1 / |v|``. Its leading part is known: for ``f = phi B^z``, ``f(cut + iy) = f(cut) e^(i y
+D + rho(y))`` with ``D = (log f)'(cut) = -cut + z r'(cut)`` and ``rho(y) = i int_0^y ((log f)'(cut + it) - D) dt``,
+so ``|rho(y)| <= K y^2 / 2`` with ``K >= |(log f)''|`` on the segment, and ``-i int_0^(b1) f(cut) e^(i y D) dy =
+f(cut) (1 - e^(i b1 D)) / D``. So the side is ``J(z) = f(cut) / D`` (which
+:mod:`mechanisms.subsampled_gaussian_cf` computes and adds) up to what :func:`_log_side_remainder` bounds; with
+``Im D = v r'(cut)``, the remainder is smaller than ``J`` by about ``K / (v r'(cut))^2``.
 """
 
 from __future__ import annotations
@@ -37,6 +56,7 @@ from dpledger.mechanisms.subsampled_gaussian_cf import (
     _checked_cut,
     _log_phi_max,
     _log_tails,
+    _log_weight_upper,
     _lse,
     _r,
     _r_error,
@@ -46,7 +66,7 @@ from dpledger.mechanisms.subsampled_gaussian_cf import (
     log_f_upper,
 )
 
-__all__ = ["log_f_sup"]
+__all__ = ["log_f_sup", "log_soft_upper_sup"]
 
 
 def log_f_sup(
@@ -142,13 +162,16 @@ def _log_lower_sum(a, g, mu, cut, width, cells):
     return total - 1e-12 * (abs(total) + 1.0)
 
 
+#: The vertical side's cells ``[y0, y1]`` as fractions of the shift ``b`` (geometric towards 0; the last is 1 exactly).
+_SIDE_STEPS = np.concatenate(([0.0], np.geomspace(1e-12, 1.0, 192)))
+
+
 def _side_parts(a, g, mu, cut, b):
     """``(base, theta, log_corner)`` of :func:`_log_side`, the first two of shape ``(B, n)``: the log of each cell of
     the vertical side ``[0, b]`` at the cut less its frequency term, with every rounding raised as :func:`_log_side`
     states; ``theta`` the smaller of its values at the cell's two ends (what the frequency multiplies); and the log
     of ``phi(cut) B(cut)^a`` raised by its rounding."""
-    steps = np.concatenate(([0.0], np.geomspace(1e-12, 1.0, 192)))
-    y = b[:, None] * steps[None, :]  # (B, n): the last column is b itself (geomspace ends exactly at 1)
+    y = b[:, None] * _SIDE_STEPS[None, :]  # (B, n): the last column is b itself (geomspace ends exactly at 1)
     y0, y1 = y[:, :-1], y[:, 1:]
     theta = np.minimum(_theta(cut, y0, g, mu), _theta(cut, y1, g, mu)) * (1.0 - 1e-12)
     width = np.log(y1 - y0)
@@ -180,3 +203,117 @@ def _log_side(v, base, theta, log_corner):
     product and for the sum it enters, doubled)."""
     log_cells = base - v * theta + 8.0 * _U * v * theta
     return log_corner + _lse(log_cells, axis=1)
+
+
+#: Shifts ``b`` (fractions of ``pi / mu``) tried by :func:`log_soft_upper_sup`: smaller ones than
+#: :func:`_decay_parts`' too, since the weight's bound grows like ``e^(b^2 / (2 w^2))``.
+_SOFT_FRACTIONS = np.array([0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 0.95])
+
+
+def log_soft_upper_sup(
+    a: float, v_min: float, g: float, mu: float, centre: float, softness: float, *, cut: float = math.inf,
+    v_max: float | None = None, width: float = 14.0, cells: int = 1024,
+) -> float:
+    """A proven upper bound on ``sup_{|v| >= v_min} log |W(a + iv)|``, ``W(z) = int_(-inf)^cut phi(x) Phi((x -
+    centre) / softness) B(x)^z dx`` the upper part of a soft split (module docstring, "Upper part of a soft split").
+
+    The shifted integral is bounded on the cells of :func:`log_f_sup` (``Phi`` at each cell's right end, where it
+    is largest; ``theta`` at the left end), its tails as there (the left one times the weight at ``lo``, the right
+    one times 1), and each shift's bound raised by the weight's ``e^(b^2 / (2 w^2))``; the minimum over the shifts
+    :data:`_SOFT_FRACTIONS` is taken. ``v_min`` must be positive: at ``v = 0`` nothing decays.
+
+    With a finite ``cut`` and ``v_max`` given, the bound is instead on ``|W(a + iv) - J(a + iv)|`` for ``v_min <=
+    |v| <= v_max``, ``J`` the jump term at the cut (module docstring, "Jump at the cut"; the caller adds ``J``):
+    the vertical side's bound is replaced by :func:`_log_side_remainder`."""
+    a, g, mu, cut = float(a), float(g), float(mu), _checked_cut(cut)
+    v_min, centre, softness = abs(float(v_min)), float(centre), float(softness)
+    if not (v_min > 0.0 and math.isfinite(v_min) and math.isfinite(centre) and softness > 0.0
+            and math.isfinite(softness)):
+        raise ValueError(
+            "log_soft_upper_sup needs a positive finite v_min and softness and a finite centre; got "
+            f"v_min={v_min}, centre={centre}, softness={softness}.")
+    jump = cut < math.inf and v_max is not None
+    if jump and not (math.isfinite(float(v_max)) and float(v_max) >= v_min):
+        raise ValueError(f"log_soft_upper_sup needs a finite v_max >= v_min; got v_max={v_max}, v_min={v_min}.")
+    lo, log_cell, theta_lo, x1, log_left, log_right, theta_hi_end, b, lean, side = _soft_parts(
+        a, g, mu, float(width), int(cells), cut)
+    weight = _log_weight_upper(x1, centre, softness, 1.0)
+    inner = _lse((log_cell + weight)[:, None] - v_min * theta_lo, axis=0)
+    left = log_left + float(_log_weight_upper(np.array([lo]), centre, softness, 1.0)[0])
+    total = np.logaddexp(np.logaddexp(inner, left), log_right - v_min * theta_hi_end)
+    shifted = lean + 0.5 * (b / softness) ** 2 + total
+    if jump:
+        shifted = np.logaddexp(shifted, _log_side_remainder(a, v_min, float(v_max), g, mu, cut, centre, softness, b,
+                                                            side[2]))
+    elif side is not None:
+        base, theta, log_corner, y1 = side
+        soft_side = base + 0.5 * (y1 / softness) ** 2
+        shifted = np.logaddexp(shifted, _log_side(v_min, soft_side, theta, log_corner))
+    return _slack(float(shifted.min()))
+
+
+#: The first part ``[0, b1]`` of the vertical side (:func:`_log_side_remainder`) ends at ``b1 = min(b,
+#: _SIDE_REACH / (v r'(cut)))``, where ``|e^(i y D)| = e^(-y v r'(cut))`` has fallen to ``e^-_SIDE_REACH``.
+_SIDE_REACH = 45.0
+
+
+def _log_side_remainder(a, v_min, v_max, g, mu, cut, centre, softness, b, log_corner):
+    """For each shift ``b``, the log of a bound on ``|-i int_0^b f_W(cut + iy) dy - J(z)|`` for ``v_min <= |v| <=
+    v_max`` (module docstring, "Jump at the cut"), ``f_W = phi Phi((x - centre)/softness) B^z``, ``J = f(cut) / D``
+    with ``f = phi B^z`` and ``D = -cut + z r'(cut)``; ``log_corner`` bounds ``log (phi(cut) B(cut)^a)`` (rounding
+    included, :func:`_side_parts`). Four parts, each over ``|f(cut)|``:
+
+    * ``|f(cut) e^(i b1 D) / D| <= |f(cut)| e^(-b1 lam) / lam``, ``lam = |v| r'(cut) <= |D|``;
+    * the expansion's remainder on ``[0, b1]``: ``f(cut + iy) = f(cut) e^(i y D + rho(y))`` with ``|rho(y)| <= K
+      y^2 / 2``, ``K`` a bound on ``|(log f)''| = |-1 + z r''|`` on the segment, ``|r''(cut + iy)| = mu^2 (1 - g) g
+      w(cut) / |B|^2 <= mu^2 (1 - g) g w(cut) / (cos(mu b1/2)^2 B(cut)^2)``; with ``|e^rho - 1| <= |rho| e^|rho|``
+      and ``int_0^b1 y^2 e^(-lam y) dy <= 2 / lam^3`` this is at most ``K e^(K' b1^2 / 2) / lam^3``, ``K`` at
+      ``|v| = v_min`` (``K / lam^3`` falls with ``|v|``: ``K`` grows at most linearly) and ``K'`` at ``v_max``;
+    * ``[b1, b]``: length times ``e^(b^2/2) cos(mu b/2)^min(a,0) e^(-v_min min(theta(cut, b1), theta(cut, b)))``
+      (``theta(cut, .)`` rises then falls, :func:`_log_side`);
+    * the weight: ``f_W - f = -f Phi((centre - x) / softness)``, on the side at most ``b e^(b^2/2 + b^2/(2 w^2))
+      cos(mu b/2)^min(a,0) Phi((centre - cut) / w)`` (module docstring, "Upper part of a soft split")."""
+    r_cut = float(_r(cut, g, mu))
+    log_gw = math.log(g) + mu * cut - 0.5 * mu * mu  # log (g w(cut))
+    slope = mu * math.exp(min(log_gw - r_cut, 0.0))  # r'(cut) = mu g w / B
+    lam = v_min * slope * (1.0 - 1e-12)
+    if not lam > 0.0:
+        return np.full(b.shape, np.inf)
+    b1 = np.minimum(b, _SIDE_REACH / lam)
+    log_k1 = 2.0 * math.log(mu) + math.log1p(-g) + log_gw - 2.0 * np.log(np.cos(mu * b1 / 2.0)) - 2.0 * r_cut
+    k_low = 1.0 + (abs(a) + v_min) * np.exp(log_k1)
+    k_high = 1.0 + (abs(a) + v_max) * np.exp(log_k1)
+    lean = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0))
+    with np.errstate(divide="ignore", over="ignore"):
+        first = -b1 * lam - math.log(lam)
+        expansion = np.log(k_low) + 0.5 * k_high * b1 * b1 - 3.0 * math.log(lam)
+        theta = np.minimum(_theta(cut, b1, g, mu), _theta(cut, b, g, mu)) * (1.0 - 1e-12)
+        rest = np.where(b > b1, np.log(np.maximum(b - b1, 0.0)) + lean - v_min * theta, -np.inf)
+        weight = (np.log(b) + lean + 0.5 * (b / softness) ** 2
+                  + float(_log_weight_upper(np.array([cut]), centre, softness, -1.0)[0]))
+    parts = np.stack([first, expansion, rest, weight])
+    return log_corner + _lse(parts, axis=0)
+
+
+@functools.lru_cache(maxsize=64)
+def _soft_parts(a, g, mu, width, cells, cut):
+    """What :func:`log_soft_upper_sup` needs for one tilt, whatever the split: the cells' logs (rounding included,
+    :func:`_log_cell_error`), ``theta`` on them for each shift, their right ends, the tails, ``theta`` at the
+    range's right end, the shifts, ``e^(b^2/2) cos(mu b/2)^min(a,0)``'s log, and the vertical side's parts with the
+    side cells' upper ends (None for the whole law)."""
+    lo, hi, _ = _reference(a, g, mu, width, cut)
+    log_left, log_right = _log_tails(a, g, mu, lo, hi, cut)
+    edges = np.linspace(lo, hi, cells + 1)
+    x0, x1 = edges[:-1], edges[1:]
+    x_end = x1 if a >= 0 else x0
+    log_cell = (np.log(x1 - x0) + _log_phi_max(x0, x1) + a * _r(x_end, g, mu)
+                + _log_cell_error(a, x0, x1, x_end, g, mu))
+    b = _SOFT_FRACTIONS * np.pi / mu
+    theta_lo = _theta(x0[:, None], b[None, :], g, mu) * (1.0 - 1e-12)
+    theta_hi_end = _theta(np.array([hi]), b, g, mu) * (1.0 - 1e-12)
+    lean = 0.5 * b * b + min(a, 0.0) * np.log(np.cos(mu * b / 2.0))
+    side = None
+    if cut < math.inf:  # the side cells' upper ends, where the weight's e^(y^2 / (2 w^2)) is largest
+        base, theta, log_corner = _side_parts(a, g, mu, cut, b)
+        side = (base, theta, log_corner, b[:, None] * _SIDE_STEPS[None, 1:])
+    return lo, log_cell, theta_lo, x1, log_left, log_right, theta_hi_end, b, lean, side

@@ -26,6 +26,7 @@ import dpledger.accountants._fourier_search as search
 from dpledger.accountants import AccuracyError, Bounds, FourierAccountant
 from dpledger.accountants import fourier_accountant as fa_module
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+from dpledger.mechanisms import subsampled_gaussian_cf as cf
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.relations import Direction
 
@@ -106,14 +107,24 @@ def test_the_error_of_the_long_ledger_carries_proven_bounds():
     assert search.invert(plan, proven.upper)[0].estimate <= DELTA * (1 + 1e-9)
 
 
-def test_the_short_ledger_work_limit_error_carries_its_chernoff_bounds():
-    # 5 steps: the enclosure's work limit, cut or not (the whole law of 10 steps certifies since its first plan's
-    # aliasing bound may take more Chernoff exponents, fourier_inversion.with_more_tails)
+def test_the_short_ledger_work_limit_error_carries_its_chernoff_bounds(monkeypatch):
+    # 5 steps of the whole law by the whole quadrature (no soft split, subsampled_gaussian_cf "Soft split"): the
+    # enclosure's work limit (the whole law of 10 steps certifies since its first plan's aliasing bound may take
+    # more Chernoff exponents, fourier_inversion.with_more_tails)
+    monkeypatch.setattr(cf, "_SOFT_MIN_FREQUENCY", math.inf)
     acc = _whole_law(_ledger(5))
     with pytest.raises(NumericalError) as info:
         acc._inverted(search.max_epsilon_bounds, math.log(DELTA))
     proven = info.value.proven
     assert proven is not None and proven.lower == 0.0 and proven.upper >= acc._buckets().epsilon_bounds(DELTA)[0]
+
+
+def test_with_the_soft_split_the_short_whole_law_certifies_and_agrees_with_the_cut_law():
+    # the same ledger: its high frequencies' quadrature is the lower part's, within the work limit
+    whole = _whole_law(_ledger(5))._inverted(search.max_epsilon_bounds, math.log(DELTA))
+    cut = _ledger(5).epsilon_bounds(DELTA)
+    assert whole.upper - whole.lower <= 1e-6 * whole.upper
+    assert max(whole.lower, cut.lower) <= min(whole.upper, cut.upper)
 
 
 # ------------------------------------------------------------------ the combination, with stubbed sources

@@ -9,6 +9,7 @@ answer. Found through calibration, whose bracket walks through tiny noise multip
 sigma 0.04 (10 steps) or sigma 0.03 (1,000 steps) raised it from ``FourierAccountant.epsilon_bounds``. Both
 overflows are now the intended infinite bounds, without a warning."""
 
+import math
 import warnings
 from math import erfc, exp, sqrt
 
@@ -16,15 +17,21 @@ import numpy as np
 import pytest
 
 from dpledger.accountants import fourier_inversion as fi
+from dpledger.mechanisms import subsampled_gaussian_cf
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.subsampled_gaussian_cf import log_f_enclosure
 
 
-def test_enclosure_beyond_float64_raises_its_own_error_without_overflow_warning():
+def test_enclosure_beyond_float64_raises_its_own_error_without_overflow_warning(monkeypatch):
     # The tilt and frequency FourierAccountant asked for on PoissonSubsampled(GaussianMechanism(0.04), 256/60000) x 10
-    # (g = q, mu = 1 / sigma = 25): the enclosure is beyond float64 there, which it reports as NumericalError.
+    # (g = q, mu = 1 / sigma = 25): the whole quadrature is beyond float64 there, which it reports as NumericalError;
+    # the soft split (subsampled_gaussian_cf, "Soft split") answers with a valid bound no better than |F| <= F(a).
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
+        value, log_err = log_f_enclosure(-1e5, np.array([2e10]), 256 / 60000, 25.0)
+        real, real_err = log_f_enclosure(-1e5, np.array([0.0]), 256 / 60000, 25.0)
+        assert log_err[0] >= np.logaddexp(real[0].real, real_err[0])  # covers every |F| <= F(a)
+        monkeypatch.setattr(subsampled_gaussian_cf, "_SOFT_MIN_FREQUENCY", math.inf)
         with pytest.raises(NumericalError, match="beyond float64"):
             log_f_enclosure(-1e5, np.array([2e10]), 256 / 60000, 25.0)
 
