@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -92,6 +93,45 @@ class TruncationLimit(ArithmeticError):
     (raised before any node is evaluated, so the caller can say why at once)."""
 
 
+#: Octaves of frequency above the last node over which :func:`_banded_sup` spreads the truncation bound.
+_TRUNCATION_BANDS = 3
+
+
+def _banded_sup(log_mgf_sup, kappa, v0):
+    """``banded(m)``: the log of the truncation bound's weighted supremum for nodes up to ``V = 2^m v0``, a bound
+    ``S`` with ``(step / pi) sum_(k > K) |M(s_k)| / |s_k (1 + s_k)| <= S / (pi V)`` that the plan then uses as
+    ``log_sup``. With ``sup_j = sup_(|v| >= 2^j V) |M(kappa + iv)|`` (``log_mgf_sup``), ``|s (1 + s)| >= v^2`` and
+    ``sum_(k = a + 1)^b 1 / k^2 <= 1 / a - 1 / b``, the nodes in each octave ``(2^j V, 2^(j+1) V]`` add at most
+    ``sup_j (1 / (2^j V) - 1 / (2^(j+1) V)) / pi`` and those beyond the last, ``sup_J / (2^J pi V)``, so ``S = sum_(j <
+    J) sup_j 2^(-j-1) + sup_J 2^-J`` (``J = _TRUNCATION_BANDS``), at most ``sup_0``, the bound of a single
+    supremum: smaller by ~2 where the characteristic function keeps decaying (the narrow losses of few runs of a
+    small sampling probability). Each ``sup`` is asked once (the octaves of one ``m`` are those of the next), and the
+    sum is raised by its rounding (a relative ``1e-12``). ``banded(m, single=True)`` is ``sup_0`` alone (no further
+    octaves asked): :func:`make_plan` chooses its nodes by it, as before the bands, and keeps the banded bound for
+    the plan (a smaller truncation error at the same nodes: sigma 0.6, q 1e-4, 100 runs then meets rtol with its
+    first plan, 8,192 nodes, instead of planning again with 16,384)."""
+
+    @functools.cache
+    def sup(m):
+        return float(log_mgf_sup(kappa, v0 * 2.0**m))
+
+    def banded(m, single=False):
+        if single:
+            return sup(m)
+        parts = [sup(m + j) - (j + 1) * _LOG2 for j in range(_TRUNCATION_BANDS)]
+        parts.append(sup(m + _TRUNCATION_BANDS) - _TRUNCATION_BANDS * _LOG2)
+        top = max(parts)
+        if not math.isfinite(top):
+            return top
+        total = top + math.log(sum(math.exp(p - top) for p in parts))
+        return total + 1e-12 * (abs(total) + 1.0)
+
+    return banded
+
+
+_LOG2 = math.log(2.0)
+
+
 def _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup):
     if log_trunc > np.log(tolerance * _HOPELESS):
         # the bound in log form beyond the float range (np.exp's overflow warning is an error under -W error)
@@ -118,6 +158,7 @@ class InversionPlan:
     log_m_nodes: np.ndarray
     log_m_kappa: float
     log_m_tail: np.ndarray
+    #: The truncation bound's weighted supremum of ``|M|`` beyond the last node (:func:`_banded_sup`), in logs
     log_sup: float
     #: ``log E`` at the nodes, ``|M - exp(log_m_nodes)| <= E`` (None: no enclosure, an estimate's plan)
     log_err_nodes: np.ndarray = None
@@ -332,13 +373,15 @@ def make_plan(
         log_mgf, epsilon, kappa, log_tol, shorten, _log_headroom(log_mgf) if shorten else _LOG_TERM_HEADROOM)
     step = 2.0 * np.pi / period
     terms = 64
+    banded = _banded_sup(log_mgf_sup, kappa, terms * step)
     while True:
-        log_sup = log_mgf_sup(kappa, terms * step)
+        log_sup = banded(int(math.log2(terms // 64)), single=True)
         log_trunc = log_sup - kappa * epsilon - np.log(np.pi * terms * step)
         if log_trunc <= np.log(tolerance) or terms >= max_terms:
             break
         terms *= 2
     _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup)
+    log_sup = banded(int(math.log2(terms // 64)))  # the nodes are chosen as before; their bound is the banded one
     nodes = kappa + 1j * step * np.arange(terms + 1)
     log_m_nodes, log_err_nodes = _at_nodes(log_mgf, node_enclosure, nodes)
     return InversionPlan(
@@ -482,13 +525,15 @@ def _make_negative_plan(log_mgf, log_mgf_sup, epsilon, tolerance, max_terms, kap
     period = max((epsilon - log_tol) / (1.0 - a), -log_tol / a) * 1.05
     step = 2.0 * np.pi / period
     terms = 64
+    banded = _banded_sup(log_mgf_sup, -a, terms * step)
     while True:
-        log_sup = log_mgf_sup(-a, terms * step)
+        log_sup = banded(int(math.log2(terms // 64)), single=True)
         log_trunc = log_sup + a * epsilon - np.log(np.pi * terms * step)
         if log_trunc <= np.log(tolerance) or terms >= max_terms:
             break
         terms *= 2
     _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup)
+    log_sup = banded(int(math.log2(terms // 64)))
     nodes = -a + 1j * step * np.arange(terms + 1)
     log_m_nodes, log_err_nodes = _at_nodes(log_mgf, None, nodes)
     return InversionPlan(

@@ -130,11 +130,9 @@ def test_narrow_ledger_is_answered_through_the_cut_law(monkeypatch):
     assert 0 < accountant._derived["cut"] <= 1e-6 * report.delta / CUT_SHARE
 
 
-def test_a_missed_first_plan_is_followed_by_one_in_finer_steps_of_damping(monkeypatch):
-    """q 1e-4, sigma 0.6, 100 steps: the first (halvings) plan, made far above the answer, misses rtol; the second,
-    at the answer, takes dampings in steps of 2^-1/2 (5.66 between the Chernoff 8, whose long period needs 65,536
-    nodes, and 4, whose largest term is past the rounding headroom) and meets rtol with 16,384. A third plan
-    would mean the finer steps bought nothing."""
+def _spied_plans(monkeypatch, bands):
+    """The remove direction's plans (``shorten``, plan) of q 1e-4, sigma 0.6, 100 steps, with the truncation bound
+    spread over ``bands`` octaves (fourier_inversion._banded_sup; 0: a single supremum), and the bounds."""
     calls = []
     original = search.make_plan
 
@@ -144,8 +142,25 @@ def test_a_missed_first_plan_is_followed_by_one_in_finer_steps_of_damping(monkey
         return plan
 
     monkeypatch.setattr(search, "make_plan", spy)
+    monkeypatch.setattr(fourier_inversion, "_TRUNCATION_BANDS", bands)
     bounds = _ledger(1e-4, 0.6, 100).epsilon_bounds(DELTA)
-    remove = [(shorten, plan) for shorten, plan in calls if plan.left_out > 0]
+    return [(shorten, plan) for shorten, plan in calls if plan.left_out > 0], bounds
+
+
+def test_with_the_banded_truncation_bound_the_first_plan_meets_rtol(monkeypatch):
+    """q 1e-4, sigma 0.6, 100 steps: the first plan (8,192 nodes, made far above the answer) misses rtol by 16% with
+    a single supremum in its truncation bound and meets it with the banded one (about half of it)."""
+    remove, bounds = _spied_plans(monkeypatch, fourier_inversion._TRUNCATION_BANDS)
+    assert [shorten for shorten, _ in remove] == [True]
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.upper
+
+
+def test_a_missed_first_plan_is_followed_by_one_in_finer_steps_of_damping(monkeypatch):
+    """q 1e-4, sigma 0.6, 100 steps, the truncation bound a single supremum: the first (halvings) plan, made far
+    above the answer, misses rtol; the second, at the answer, takes dampings in steps of 2^-1/2 (5.66 between the
+    Chernoff 8, whose long period needs 65,536 nodes, and 4, whose largest term is past the rounding headroom) and
+    meets rtol with 16,384. A third plan would mean the finer steps bought nothing."""
+    remove, bounds = _spied_plans(monkeypatch, 0)
     assert [shorten for shorten, _ in remove] == [True, search._REPLAN_SHORTEN]
     second = remove[1][1]
     unshortened = make_plan(*_remove_law(1e-4, 0.6, 100), bounds.upper, 1e-6 * DELTA / 16.0, max_damping=64.0)
