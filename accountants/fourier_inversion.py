@@ -108,8 +108,8 @@ def _banded_sup(log_mgf_sup, kappa, v0):
     small sampling probability). Each ``sup`` is asked once (the octaves of one ``m`` are those of the next), and the
     sum is raised by its rounding (a relative ``1e-12``). ``banded(m, single=True)`` is ``sup_0`` alone (no further
     octaves asked): :func:`make_plan` chooses its nodes by it, as before the bands, and keeps the banded bound for
-    a plan of at least :data:`_BANDED_MIN_TERMS` nodes (a smaller truncation error at the same nodes: sigma 0.6, q 1e-4, 100 runs then meets rtol with its
-    first plan, 8,192 nodes, instead of planning again with 16,384)."""
+    a plan of at least :data:`_BANDED_MIN_TERMS` nodes (a smaller truncation error at the same nodes: sigma 0.6,
+    q 1e-4, 100 runs then meets rtol with its first plan, 8,192 nodes, instead of planning again with 16,384)."""
 
     @functools.cache
     def sup(m):

@@ -462,14 +462,13 @@ def _log_soft_tail(a, g, mu, lo, soft, cut):
 
 
 def _soft_split(a, v_low, v_top, g, mu, width, cut, log_share, near=None):
-    """``((c, w), log bound on |W|)`` of the soft split with the lowest centre ``c`` on a grid of step
-    :data:`_SOFT_STEP` whose upper part's bound (:func:`mechanisms.subsampled_gaussian_decay.log_soft_upper_sup`,
-    for ``v_low <= |v| <= v_top``, less the jump term at a finite cut) is at most ``log_share``; None where no split
-    shortens the range, or whose lower part's tail beyond its range (:func:`_log_soft_tail`) misses the share too.
-    The bound falls as ``c`` rises, so the search walks from a first guess (``near``: the centre
-    of the octave above, whose best lies about two steps lower; else the top) down while the bound meets the share
-    and up while it does not. Only the work depends on the choice: whichever split is taken, its bound is
-    charged."""
+    """``((c, w), log bound on |W|)`` of a soft split with a low centre ``c`` on a grid of step :data:`_SOFT_STEP`
+    whose upper part's bound (:func:`mechanisms.subsampled_gaussian_decay.log_soft_upper_sup`, for ``v_low <= |v|
+    <= v_top``, less the jump term at a finite cut) and lower part's tail beyond its range (:func:`_log_soft_tail`)
+    are at most ``log_share``; None where no centre low enough to shorten the range does. The bound falls as ``c``
+    rises: the first group of a line bisects for the lowest centre; a later one (``near``: the centre of the split
+    of the group above) tries two steps above ``near`` and walks up from there until the share is met. Only the
+    work depends on the choice: whichever split is taken, its bounds are charged."""
     from dpledger.mechanisms.subsampled_gaussian_decay import log_soft_upper_sup
 
     lo, hi, _ = _reference(a, g, mu, width, cut)
@@ -486,14 +485,21 @@ def _soft_split(a, v_low, v_top, g, mu, width, cut, log_share, near=None):
         tail = _log_soft_tail(a, g, mu, lo, (centre, _SOFTNESS), cut)
         return max(bound, tail) <= log_share, bound
 
-    i = count - 1 if near is None else min(max(int(round((near - first) / _SOFT_STEP)) + 2, 0), count - 1)
+    if near is None:  # the first group: bisection between the top (which must meet the share) and the bottom
+        ok, bound = meets(count - 1)
+        if not ok:
+            return None
+        low, high = -1, count - 1
+        while high - low > 1:
+            mid = (low + high) // 2
+            ok, mid_bound = meets(mid)
+            low, high, bound = (low, mid, mid_bound) if ok else (mid, high, bound)
+        return (first + high * _SOFT_STEP, _SOFTNESS), bound
+    # an octave below the last split: its best lies about two steps higher; taken if it meets the share (a step
+    # lower would save a quarter of a width of range, less than the bound's cost), else searched upwards
+    i = min(max(int(round((near - first) / _SOFT_STEP)) + 2, 0), count - 1)
     ok, bound = meets(i)
     if ok:
-        while i > 0:
-            below, below_bound = meets(i - 1)
-            if not below:
-                break
-            i, bound = i - 1, below_bound
         return (first + i * _SOFT_STEP, _SOFTNESS), bound
     while i < count - 1:
         i += 1

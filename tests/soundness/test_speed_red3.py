@@ -246,9 +246,11 @@ def test_a_relaxed_layout_search_started_anywhere_ends_where_one_from_zero_does(
 
 
 def test_the_finer_second_plan_is_reached_and_meets_rtol(monkeypatch):
-    """q 1e-4, sigma 0.6, 100 steps (the cell of c083db5): the first plan misses rtol and the second takes steps of
-    damping of 2^-1/2. 744bf07 certified epsilon in [0.0392170059145, 0.0392170069416] (rtol 1e-6) at delta 1e-5:
-    the true epsilon lies there, so the new interval must meet it, and be within rtol."""
+    """q 1e-4, sigma 0.6, 100 steps (the cell of c083db5), its truncation bound a single supremum (with the banded
+    one, fourier_inversion._banded_sup, the first plan meets rtol): the first plan misses rtol and the second takes
+    steps of damping of 2^-1/2. 744bf07 certified epsilon in [0.0392170059145, 0.0392170069416] (rtol 1e-6) at
+    delta 1e-5: the true epsilon lies there, so the new interval must meet it, and be within rtol."""
+    monkeypatch.setattr(fourier_inversion, "_TRUNCATION_BANDS", 0)
     seen = []
     original = search.make_plan
     monkeypatch.setattr(search, "make_plan", lambda *args, **kw: seen.append(kw.get("shorten")) or original(
@@ -256,6 +258,14 @@ def test_the_finer_second_plan_is_reached_and_meets_rtol(monkeypatch):
     acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), count=100)
     bounds = acc.epsilon_bounds(1e-5)
     assert search._REPLAN_SHORTEN in seen
+    assert bounds.lower <= 0.0392170069416 and 0.0392170059145 <= bounds.upper
+    assert bounds.upper - bounds.lower <= 1e-6 * bounds.estimate
+
+
+def test_with_the_banded_truncation_bound_the_same_cell_meets_the_same_interval():
+    """The same cell with the banded truncation bound (one plan): the interval still meets 744bf07's."""
+    acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), count=100)
+    bounds = acc.epsilon_bounds(1e-5)
     assert bounds.lower <= 0.0392170069416 and 0.0392170059145 <= bounds.upper
     assert bounds.upper - bounds.lower <= 1e-6 * bounds.estimate
 
