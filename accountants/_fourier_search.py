@@ -1062,6 +1062,8 @@ def _split_direction_delta(lm, epsilon, split, chernoff, *, rtol, max_terms, max
         b = Bounds(exact.lower + rest.lower, exact.estimate + rest.estimate, min(exact.upper + rest.upper, 1.0))
         if b.upper - b.lower <= rtol * b.estimate or b.upper == 0.0:
             return b
+        if _short_of_nodes(plan, epsilon, tolerance, max_terms):
+            break  # a tighter tolerance cannot add nodes: it would only lengthen the period
         tolerance = min(tolerance, rtol * b.estimate) / 16.0
     raise AccuracyError(
         f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} (Laplace ledger, atoms "
@@ -1069,6 +1071,18 @@ def _split_direction_delta(lm, epsilon, split, chernoff, *, rtol, max_terms, max
         f"period {plan.period:.4g}, {errors['nodes']} nodes (max_terms={max_terms}); errors {errors}. "
         f"{hint(errors)}"
     )
+
+
+def _short_of_nodes(plan, epsilon, tolerance, max_terms):
+    """Whether ``plan`` has the most nodes a plan may have (``max_terms``) and its truncation bound at ``epsilon``
+    still exceeds ``tolerance``: planning again cannot help then (at another epsilon nearby or with a tighter
+    tolerance the plan is as long, or its period longer and its truncation worse). The split searches then stop at
+    once instead of making up to three more such plans (randomized response x 1000 with PS(Laplace(3.8), 0.0021) x
+    30: eight plans of 2^20 nodes, 11 s, before the privacy buckets answered)."""
+    if plan is None or plan.terms < max_terms or plan.kappa <= 0.0:
+        return False
+    log_trunc = plan.log_sup - plan.kappa * epsilon - math.log(math.pi * plan.terms * plan.step)
+    return log_trunc > math.log(tolerance)
 
 
 def complement_chernoff_bounds(lm, epsilon, rtol):
@@ -1118,6 +1132,7 @@ def split_epsilon_bounds(pairs, delta, pure, *, rtol, max_terms, max_damping):
     kappa = max(min(opt.order - 1.0, cap), min_damping)
     tolerance, plan_eps = rtol * delta / 16.0, max(0.8 * hi, hi - 3.0 / kappa)  # as in direction_epsilon_bounds
 
+    failed = False
     for _ in range(4):
         # a direction with nothing left to invert (a single Laplace run, its first order priced exactly) has no plan
         plans = [(split.atoms, None if split.node_enclosure is None else _split_plan(
@@ -1160,10 +1175,15 @@ def split_epsilon_bounds(pairs, delta, pure, *, rtol, max_terms, max_damping):
         just_below = pure * (1.0 - rtol / 2.0)
         if excess(just_below, "lower") > 0:
             return Bounds(lower=just_below, estimate=pure, upper=pure)
+        if all(_short_of_nodes(rest, plan_eps, tolerance, max_terms) for _, rest in plans if rest is not None):
+            failed = True  # every plan had all the nodes it may have and still fell short of its tolerance
+            break
         if abs(plan_eps - upper) <= 1e-3 * max(upper, 1e-300):
             tolerance /= 16.0
         plan_eps, kappa = upper, max(kappa, min_damping)
     else:
+        failed = True
+    if failed:
         raise AccuracyError(
             f"FourierAccountant could not certify epsilon at delta={delta} to rtol={rtol} (Laplace ledger, "
             f"atoms enumerated exactly): at epsilon {upper:.10g} delta is in [{low:.6g}, {up:.6g}] with damping "

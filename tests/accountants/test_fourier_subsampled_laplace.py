@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from dpledger.accountants import FourierAccountant
+from dpledger.accountants import _fourier_search as search
+from dpledger.accountants.fourier_inversion import make_plan
 from dpledger.accountants.report import BoundKind
 from dpledger.mechanisms import (
     GaussianMechanism,
@@ -172,3 +174,37 @@ def test_narrow_subsampled_laplace_takes_large_dampings():
     assert 0.00165 <= b.lower <= b.upper <= 0.00496
     mixed = FourierAccountant().compose(m, 100).compose(PoissonSubsampled(GaussianMechanism(2.0), 0.01), 10)
     assert mixed._max_damping() == MAX_DAMPING
+
+
+def test_a_split_search_short_of_nodes_stops_after_one_round(monkeypatch):
+    """Randomized response x 1000 with PS(Laplace(3.8), 0.0021) x 30 (a random sweep's ledger): every plan of the
+    split search has the most nodes allowed and still misses its tolerance, so planning again (a nearby epsilon, a
+    tighter tolerance) cannot help: one plan per direction, then the fallback answers (before: two rounds here,
+    four of 2^20 nodes each at the default max_terms, 11 s)."""
+    sizes = []
+    original = search._split_plan
+
+    def spy(*args, **kwargs):
+        plan = original(*args, **kwargs)
+        sizes.append(plan.terms)
+        return plan
+
+    monkeypatch.setattr(search, "_split_plan", spy)
+    acc = FourierAccountant(max_terms=1 << 17)
+    acc.compose(RandomizedResponse(p=0.69), 1000)
+    acc.compose(PoissonSubsampled(LaplaceMechanism(scale=3.8), 0.0021), 30)
+    bounds = acc.epsilon_bounds(1e-5)
+    assert sizes == [1 << 17, 1 << 17]
+    assert 0.0 < bounds.lower <= bounds.estimate <= bounds.upper
+
+
+def test_short_of_nodes_asks_for_every_node_and_a_missed_tolerance():
+    # sigma 0.6, q 1e-4, 10 steps at epsilon 0.66: 131,072 nodes meet 6.25e-13 (issue 14's grid)
+    law = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 10)._directions(1e-5)[0]
+    lm, sup = law[1], law[2]
+    long_plan = make_plan(lm, sup, 0.66, 6.25e-13, max_terms=1 << 20, kappa=5.0)
+    assert long_plan.terms < 1 << 20 and not search._short_of_nodes(long_plan, 0.66, 6.25e-13, 1 << 20)
+    capped = make_plan(lm, sup, 0.66, 6.25e-13, max_terms=1 << 16, kappa=5.0)
+    assert capped.terms == 1 << 16  # short, but within the hopeless factor (TruncationLimit)
+    assert search._short_of_nodes(capped, 0.66, 6.25e-13, 1 << 16)
+    assert not search._short_of_nodes(capped, 0.66, 6.25e-13, 1 << 17)  # more nodes were allowed
