@@ -462,13 +462,15 @@ def _log_soft_tail(a, g, mu, lo, soft, cut):
 
 
 def _soft_split(a, v_low, v_top, g, mu, width, cut, log_share, near=None):
-    """``((c, w), log bound on |W|)`` of a soft split with a low centre ``c`` on a grid of step :data:`_SOFT_STEP`
-    whose upper part's bound (:func:`mechanisms.subsampled_gaussian_decay.log_soft_upper_sup`, for ``v_low <= |v|
-    <= v_top``, less the jump term at a finite cut) and lower part's tail beyond its range (:func:`_log_soft_tail`)
-    are at most ``log_share``; None where no centre low enough to shorten the range does. The bound falls as ``c``
-    rises: the first group of a line bisects for the lowest centre; a later one (``near``: the centre of the split
-    of the group above) tries two steps above ``near`` and walks up from there until the share is met. Only the
-    work depends on the choice: whichever split is taken, its bounds are charged."""
+    """``((c, w), log bound on |W|, log bound on the lower part's tail)`` of a soft split with a low centre ``c`` on a
+    grid of step :data:`_SOFT_STEP` whose upper part's bound (:func:`mechanisms.subsampled_gaussian_decay.
+    log_soft_upper_sup`, for ``v_low <= |v| <= v_top``, less the jump term at a finite cut) and lower part's tail
+    beyond its range (:func:`_log_soft_tail`) are at most ``log_share``; None where no centre low enough to shorten
+    the range does (every centre tried lies at least ``9 w`` plus a step below the range's end, so the lower part's
+    range always ends before it). The bound falls as ``c`` rises: the first group of a line bisects for the lowest
+    centre; a later one (``near``: the centre of the split of the group above) tries two steps above ``near`` and
+    walks up from there until the share is met. Only the work depends on the choice: whichever split is taken, its
+    bounds are charged."""
     from dpledger.mechanisms.subsampled_gaussian_decay import log_soft_upper_sup
 
     lo, hi, _ = _reference(a, g, mu, width, cut)
@@ -483,29 +485,29 @@ def _soft_split(a, v_low, v_top, g, mu, width, cut, log_share, near=None):
         bound = log_soft_upper_sup(a, v_low, g, mu, centre, _SOFTNESS, cut=cut, width=width,
                                    v_max=v_top if cut < math.inf else None)
         tail = _log_soft_tail(a, g, mu, lo, (centre, _SOFTNESS), cut)
-        return max(bound, tail) <= log_share, bound
+        return max(bound, tail) <= log_share, (bound, tail)
 
     if near is None:  # the first group: bisection between the top (which must meet the share) and the bottom
-        ok, bound = meets(count - 1)
+        ok, bounds = meets(count - 1)
         if not ok:
             return None
         low, high = -1, count - 1
         while high - low > 1:
             mid = (low + high) // 2
-            ok, mid_bound = meets(mid)
-            low, high, bound = (low, mid, mid_bound) if ok else (mid, high, bound)
-        return (first + high * _SOFT_STEP, _SOFTNESS), bound
+            ok, mid_bounds = meets(mid)
+            low, high, bounds = (low, mid, mid_bounds) if ok else (mid, high, bounds)
+        return ((first + high * _SOFT_STEP, _SOFTNESS),) + bounds
     # an octave below the last split: its best lies about two steps higher; taken if it meets the share (a step
     # lower would save a quarter of a width of range, less than the bound's cost), else searched upwards
     i = min(max(int(round((near - first) / _SOFT_STEP)) + 2, 0), count - 1)
-    ok, bound = meets(i)
+    ok, bounds = meets(i)
     if ok:
-        return (first + i * _SOFT_STEP, _SOFTNESS), bound
+        return ((first + i * _SOFT_STEP, _SOFTNESS),) + bounds
     while i < count - 1:
         i += 1
-        ok, bound = meets(i)
+        ok, bounds = meets(i)
         if ok:
-            return (first + i * _SOFT_STEP, _SOFTNESS), bound
+            return ((first + i * _SOFT_STEP, _SOFTNESS),) + bounds
     return None
 
 
@@ -611,13 +613,9 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
             split = _soft_split(a, v_low, v_top, g, mu, width, cut, log_share, near)
             near = -np.inf if split is None else split[0][0]
             if split is not None:
-                soft, log_upper = split
-                end = _soft_end(soft)
-                right = -np.inf
-                if end < min(hi, cut):  # beyond the range's end: the weighted tail
-                    right = _log_soft_tail(a, g, mu, lo, soft, cut)
-                if hi < min(end, cut):  # the range ends first: the usual right tail, the weight at most 1
-                    right = log_right
+                # the lower part's range ends at c + 9w, below hi <= cut (_soft_split's centres): beyond it, its
+                # weighted tail
+                soft, log_upper, right = split
         # the octaves come from the top down: each starts its search one level below the layout of the one above
         start = None
         if above is not None and above[0] >= v_top:

@@ -189,3 +189,33 @@ def test_the_upper_part_bound_refuses_bad_input(kwargs, message):
     rest = {k: args.pop(k) for k in ("cut", "v_max") if k in args}
     with pytest.raises(ValueError, match=message):
         decay.log_soft_upper_sup(*args.values(), **rest)
+
+
+@pytest.mark.parametrize("a, g, sigma, centre, cut", [
+    (6.0, 1e-4, 0.6, 2.5, 7.75),
+    (6.0, 1e-4, 0.6, 2.5, math.inf),
+    (36.7, 0.01, 2.0, 1.0, math.inf),  # the tilted mass far above the split: the weight's decay must carry it
+    (36.7, 0.01, 2.0, 1.0, 12.0),
+    (71.0, 0.01, 2.0, 1.0, math.inf),  # a mu = 35.5 just below the weight's rate 9 / w = 36
+    (-3.0, 1e-3, 0.8, 0.5, math.inf),
+])
+def test_the_lower_parts_tail_bound_holds(a, g, sigma, centre, cut):
+    """``int_end^cut phi(x) Phi((c - x)/w) B(x)^a dx <= exp(cf._log_soft_tail)`` (mpmath, 30 digits), ``end = c + 9w``;
+    and, at large tilts, far below the weight at ``end`` times ``int_end^inf phi B^a`` (the first, looser bound,
+    e^66 above F(a) on a contour of sigma 2, q 0.01, where the mirror check then came out 60x too loose)."""
+    mu, w = 1.0 / sigma, cf._SOFTNESS
+    end = cf._soft_end((centre, w))
+    top = cut if math.isfinite(cut) else max(end, a * mu) + 40.0
+    with mp.workdps(30):
+        gm, mum = mp.mpf(g), mp.mpf(mu)
+
+        def f(x):
+            return (mp.npdf(x) * mp.ncdf((centre - x) / w)
+                    * mp.exp(a * mp.log(1 - gm + gm * mp.exp(mum * x - mum * mum / 2))))
+
+        exact = mp.quad(f, mp.linspace(end, top, 80))
+        bound = cf._log_soft_tail(a, g, mu, -14.0, (centre, w), cut)
+        assert exact <= mp.exp(bound), (exact, bound)
+        if a > 30:
+            loose = cf._log_tails(a, g, mu, -14.0, end, math.inf)[1] + float(special.log_ndtr(-9.0))
+            assert bound < loose - 20.0
