@@ -250,6 +250,19 @@ class InversionPlan:
                 float(np.sum(self.frequency_weights * modulus)) * slack)
 
     @functools.cached_property
+    def phasors(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(Re, Im)`` of ``w_k e^(base_k - peak0)`` at the nodes (:attr:`moduli`' weighted moduli times ``e^(i Im
+        base_k)``): a term at epsilon is this times ``e^(-i k step eps)`` (:func:`_node_phases`), so an inversion
+        costs a few products per node instead of a cosine (:func:`_terms`). Each part is the modulus times one
+        ``cos`` or ``sin`` of the exact ``Im base_k`` (within an ulp), so within ``2u`` of its value."""
+        weighted = self.moduli[1]
+        base_im = self.contour_parts[1]
+        parts = (weighted * np.cos(base_im), weighted * np.sin(base_im))
+        for array in parts:
+            array.setflags(write=False)
+        return parts
+
+    @functools.cached_property
     def enclosure_parts(self) -> tuple[float, float]:
         """``(top0, sum_k w_k e^(l_k - top0))`` with ``l_k = log E_k - log |s_k (1 + s_k)|`` and ``top0 = max l``
         (``(-inf, 0)`` without an enclosure): :func:`_enclosure_error` at epsilon is this sum times
@@ -278,9 +291,9 @@ class InversionPlan:
     def contour_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Re base, Im base, Im s)`` of :attr:`contour`, contiguous: the exponent at epsilon is
         ``(Re base - kappa eps) + i (Im base - u eps)``, exactly the parts of the complex ``base - s eps`` (a complex
-        times a real multiplies each part once), and a term ``e^(t - peak)`` is ``e^(Re t - peak)`` times
-        ``cos(Im t)`` (its real part) with modulus ``e^(Re t - peak)``: one real exponential and one cosine per
-        node instead of a complex exponential and a modulus, each part within a few ulps as before (which the
+        times a real multiplies each part once), and a term ``e^(t - peak)`` has modulus ``e^(Re t - peak)`` and
+        phase ``Im t``: the moduli are formed once per plan (:attr:`moduli`), and so are the phasors
+        (:attr:`phasors`) that :func:`_terms` turns to each epsilon, each part within a few ulps (which the
         per-term rounding bound of :attr:`contour` covers)."""
         s, base = self.contour[0], self.contour[1]
         parts = (np.ascontiguousarray(base.real), np.ascontiguousarray(base.imag), np.ascontiguousarray(s.imag))
@@ -564,13 +577,39 @@ def _terms(plan, epsilon):
     """``((step / pi) sum_k w_k Re e^(t_k), sum_k w_k (8 + |log M_k| + 2 |s_k| |epsilon|) |e^(t_k)|)``: the contour
     sum and the terms' exponent errors in units of machine epsilon, weighted by their moduli. The moduli relative
     to ``e^peak`` (:func:`_peak`) and the magnitude's sums come from :attr:`InversionPlan.moduli`; only the phases
-    depend on epsilon: ``Re e^(t - peak)`` is the modulus times ``cos(Im base - u eps)``
-    (:attr:`InversionPlan.contour_parts`). The caller has checked that ``e^peak`` does not overflow."""
-    _, weighted, magnitude, frequency = plan.moduli
-    _, base_im, u = plan.contour_parts
+    depend on epsilon: ``e^(t_k - peak)`` is :attr:`InversionPlan.phasors` times ``e^(-i k step eps)``
+    (:func:`_node_phases`), and its real part is ``Re p Re e - Im p Im e``, summed as two float sums (pairwise, as
+    before: the same depth). Its phase is within ``(2 |u_k eps| + 12) u`` of ``Im base_k - u_k eps`` (the products'
+    and the phases' roundings, :func:`_node_phases`), inside the ``(8 + 2 |s_k| |eps|) u`` per term that the
+    magnitude carries (with its ``1 + log2 K`` factor, :func:`invert`). The caller has checked that ``e^peak`` does
+    not overflow."""
+    _, _, magnitude, frequency = plan.moduli
+    re, im = plan.phasors
+    cos, sin = _node_phases(re.size, plan.step * epsilon)
     scale = np.exp(_peak(plan, epsilon))
-    total = float(np.sum(weighted * np.cos(base_im - u * epsilon))) * scale * plan.step / np.pi
+    total = (float(np.sum(re * cos)) + float(np.sum(im * sin))) * scale * plan.step / np.pi
     return total, (magnitude + abs(epsilon) * frequency) * scale
+
+
+#: Nodes per block of :func:`_node_phases` (a block's phases are its first phase times the first block's).
+_PHASE_BLOCK = 256
+
+
+def _node_phases(count, phi):
+    """``(cos(k phi), sin(k phi))`` for ``k < count``: ``e^(-i k phi) = e^(-i b B phi) e^(-i m phi)`` with ``k = b B +
+    m``, ``B`` = :data:`_PHASE_BLOCK`, so ``count / B + B`` cosines and sines and one complex product per node
+    instead of a cosine per node. Each phase is within ``(|k phi| + 8) u`` of ``k phi``: the two products ``m
+    phi`` and ``b B phi`` (``u`` of each, ``b B`` exact), their cosines and sines (an ulp each) and the complex
+    product (``sqrt(2) gamma_2``, Higham Lemma 3.5); the sign of ``sin`` is the caller's (``Re (p e^(-i k phi)) =
+    Re p cos + Im p sin``)."""
+    size = min(_PHASE_BLOCK, max(count, 1))
+    rows = -(-count // size)
+    inner = np.arange(size) * phi
+    outer = np.arange(rows) * (size * phi)
+    c_in, s_in, c_out, s_out = np.cos(inner), np.sin(inner), np.cos(outer), np.sin(outer)
+    cos = (np.outer(c_out, c_in) - np.outer(s_out, s_in)).ravel()[:count]
+    sin = (np.outer(s_out, c_in) + np.outer(c_out, s_in)).ravel()[:count]
+    return cos, sin
 
 
 def _invert_negative(plan, epsilon):
@@ -655,7 +694,7 @@ def with_more_tails(plan: InversionPlan, log_mgf: Callable[[np.ndarray], np.ndar
 
 
 #: The cached properties of :class:`InversionPlan` that :func:`with_more_tails` carries over.
-_TAIL_FREE_PARTS = ("contour", "frequency_weights", "moduli", "enclosure_parts", "contour_parts")
+_TAIL_FREE_PARTS = ("contour", "frequency_weights", "moduli", "enclosure_parts", "contour_parts", "phasors")
 
 
 def _log_upper_aliasing(plan, epsilon):

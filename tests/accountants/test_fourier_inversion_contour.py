@@ -1,6 +1,7 @@
 """One inversion plan, many epsilons: the contour's epsilon-free parts are computed once per plan
 (``InversionPlan.contour``, ``contour_parts``) and reused by ``invert`` at every epsilon of a search, in real
-arithmetic (the exponent's real and imaginary parts, a real exponential and a cosine per node).
+arithmetic (the exponent's real part and a phasor per node, ``InversionPlan.phasors``, turned to epsilon by phases
+formed a block at a time, ``_node_phases``).
 
 Oracle: the Gaussian mechanism's exact privacy profile (closed form through Phi, mpmath), whose log MGF
 ``mu^2 s (1 + s) / 2`` is a closed form; each reuse of a plan must give the bounds a fresh plan gives, containing
