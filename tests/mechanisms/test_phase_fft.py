@@ -132,3 +132,23 @@ def test_the_two_histogram_paths_agree(j, scale, p_count, seed):
         for p in range(p_count):
             np.add.at(scale_abs[p], bins, np.abs(cw) * np.abs(t) ** p)
         assert np.all(np.abs(fast - slow) <= 4.0 * (fill + p_count + 2) * _U * scale_abs + 1e-300)
+
+
+@pytest.mark.parametrize("j, expected", [(60, 4096), (20_000, 8192)])
+def test_each_fft_length_contains_the_exact_sums(j, expected):
+    """The FFT length is the cheaper of ``N >= K`` (more Taylor powers) and ``N >= 2K`` (a longer FFT): few nodes
+    take the first, many the second (the histograms then cost more than the FFT), and each contains the exact
+    sums at 30 digits."""
+    rng = np.random.default_rng(j)
+    r = np.sort(0.3 + 0.05 * rng.normal(size=j))
+    c = np.exp(rng.normal(size=j))
+    count, d, v_c = 4000, 0.9, 3000.0
+    k_c = count // 2
+    n, *_ = _phase_fft._length(d, max(k_c, count - 1 - k_c), count, r, _phase_fft._TAYLOR_TARGET)
+    assert n == expected
+    sums, phase_errors, sum_error = _phase_fft.phase_sums_uniform(v_c, d, k_c, count, r, c)
+    slack = float(np.sum(c * (phase_errors + 2.0 * _U))) + sum_error
+    assert slack <= 1e-12 * float(np.sum(c))
+    for k in rng.choice(count, size=4, replace=False):
+        exact = _exact_sum(v_c + (int(k) - k_c) * d, r, c)
+        assert abs(complex(exact) - sums[k]) <= slack
