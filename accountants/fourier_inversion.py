@@ -209,11 +209,12 @@ class InversionPlan:
         frequency: high-frequency terms of slowly decaying characteristic functions carry a phase error of about
         ``u |Im s| epsilon``, beyond ``8 + |log M|`` there)."""
         s = self.kappa + 1j * self.step * np.arange(self.terms + 1)
-        base = self.log_m_nodes - np.log(s) - np.log1p(s)
+        log_s, log_1s = np.log(s), np.log1p(s)
+        base = self.log_m_nodes - log_s - log_1s
         weights = np.ones(self.terms + 1)
         weights[0] = 0.5
         magnitude_weights = weights * (8.0 + np.abs(self.log_m_nodes))
-        log_denominator = np.log(np.abs(s)) + np.log(np.abs(1.0 + s))
+        log_denominator = log_s.real + log_1s.real  # log |s| + log |1 + s|, as numpy forms them
         for array in (s, base, weights, magnitude_weights, log_denominator):
             array.setflags(write=False)
         return s, base, weights, magnitude_weights, log_denominator

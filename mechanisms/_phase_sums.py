@@ -53,20 +53,21 @@ def _group_keys(v):
         down = np.floor(np.log2(top / np.maximum(mag, 1.0)))
     octave = np.where(mag <= 1.0, -1, np.minimum(down, 2000.0)).astype(np.int64) + 1
     # the lowest octaves of a contour hold a few frequencies each (1, 2, 4, ...): together, up to _MERGED of them
-    # take one layout, the highest one's (each layout costs more than these few frequencies' sums on it)
-    keys, counts = np.unique(octave[octave > 0], return_counts=True)
+    # take one layout, the highest one's (each layout costs more than these few frequencies' sums on it); the
+    # octaves are small integers (0 to 2001), so counted by bincount, not sorted
+    counts = np.bincount(octave) if octave.size else np.zeros(1, dtype=np.int64)
     total, into = 0, None
-    for key, count in zip(keys[::-1], counts[::-1]):
-        if total + count > _MERGED:
+    for key in np.flatnonzero(counts[1:])[::-1] + 1:
+        if total + counts[key] > _MERGED:
             break
-        total, into = total + count, key
+        total, into = total + int(counts[key]), key
     if into is not None:
-        octave = np.where(octave > into, into, octave)
+        octave = np.minimum(octave, into)
+        counts = np.bincount(octave)
     run = np.zeros(v.size, dtype=np.int64)
-    for key in np.unique(octave):
+    for key in np.flatnonzero(counts > _FFT_MAX_FREQUENCIES):
         sel = np.flatnonzero(octave == key)
-        if sel.size > _FFT_MAX_FREQUENCIES:
-            run[sel] = np.arange(sel.size) // _FFT_MAX_FREQUENCIES
+        run[sel] = np.arange(sel.size) // _FFT_MAX_FREQUENCIES
     return octave * (v.size // _FFT_MAX_FREQUENCIES + 2) + run
 
 
