@@ -315,7 +315,7 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     tolerance = rtol * np.exp(log_chernoff) * 1e-3
     for attempt in range(4):
         plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping,
-                         shorten=attempt == 0)
+                         shorten=attempt == 0, exact_lower=True)
         if on_plan is not None:
             on_plan(plan)
         bounds, errors = invert(plan, epsilon)
@@ -671,7 +671,7 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
     limit = delta * (1.0 - _log_slack(math.log(delta)))  # delta is exp(log delta): at most the caller's below it
     try:
         plan = make_plan(lm, sup, epsilon, _FLOOR_CHECK_TOLERANCE * delta, max_terms=max_terms, kappa=kappa,
-                         max_damping=max_damping)
+                         max_damping=max_damping, exact_lower=True)
         bounds = invert(plan, epsilon)[0]
         if bounds.upper <= limit:
             return True
@@ -680,7 +680,8 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
         room = delta - bounds.estimate
         if not room >= _FLOOR_RETRY_ROOM * delta:
             return False
-        plan = make_plan(lm, sup, epsilon, room / 4.0, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
+        plan = make_plan(lm, sup, epsilon, room / 4.0, max_terms=max_terms, kappa=kappa, max_damping=max_damping,
+                         exact_lower=True)
         return invert(plan, epsilon)[0].upper <= limit
     except (TruncationLimit, NumericalError):  # not shown cheaply: the full search decides, as it did before
         return False
@@ -1013,12 +1014,12 @@ def _with_proven(error, parts, what):
     return error
 
 
-def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping):
+def _split_plan(lm, epsilon, tolerance, split, kappa, *, max_terms, max_damping, exact_lower=False):
     """Inversion plan for the rest ``R`` of a split ledger: its nodes use ``split.node_enclosure``, its truncation
-    bound ``split.sup``."""
+    bound ``split.sup`` (``exact_lower``: :func:`accountants.fourier_inversion.make_plan`'s, for a delta query)."""
     try:
         return make_plan(lm, split.sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa,
-                         max_damping=max_damping, node_enclosure=split.node_enclosure)
+                         max_damping=max_damping, node_enclosure=split.node_enclosure, exact_lower=exact_lower)
     except TruncationLimit as exc:
         raise AccuracyError(f"FourierAccountant (Laplace ledger, atoms enumerated exactly): {exc}.") from None
 
@@ -1064,7 +1065,8 @@ def _split_direction_delta(lm, epsilon, split, chernoff, *, rtol, max_terms, max
         return exact
     tolerance = rtol * max(exact.estimate, np.exp(log_chernoff) * 1e-3) / 16.0
     for _ in range(4):
-        plan = _split_plan(lm, epsilon, tolerance, split, kappa, max_terms=max_terms, max_damping=max_damping)
+        plan = _split_plan(lm, epsilon, tolerance, split, kappa, max_terms=max_terms, max_damping=max_damping,
+                           exact_lower=True)
         rest, errors = invert(plan, epsilon)
         b = Bounds(exact.lower + rest.lower, exact.estimate + rest.estimate, min(exact.upper + rest.upper, 1.0))
         if b.upper - b.lower <= rtol * b.estimate or b.upper == 0.0:

@@ -13,11 +13,22 @@ difference of two nearly equal probabilities in thesis Lemma 3.1.4 (3)). The int
   by at most ``e^(-kappa T)/(1 - e^(-kappa T)) + M(k') e^(-k' eps) e^(-(k' - kappa) T)/(1 - e^(-(k'-kappa) T))``
   for any ``k' > kappa`` (the second from a Chernoff bound on the upper tail of L; a plan keeps several ``k'``,
   ``InversionPlan.kappa_tail``, and each epsilon takes the best of them);
+* lower aliasing (exact part): the ``j >= 1`` terms are ``e^(-kappa j T) delta(eps - jT)``, and pointwise
+  ``(1 - e^(x - L))_+ = (1 - e^(x - L)) + (e^(x - L) - 1)_+`` with ``0 <= (e^y - 1)_+ <= e^((1 + b) y)`` for every
+  ``b >= 0``, so ``delta(x) = m0 - e^x m1 + c(x)``, ``m0 = M(0)`` (the mass: 1, a cut law's body's, or a part's),
+  ``m1 = M(-1) = E_P[e^-L] <= 1`` and ``0 <= c(x) <= e^((1 + b) x) M(-1 - b)``. Summed over ``j``, the lower
+  aliasing is ``m0 G(kappa T) - m1 e^eps G((kappa + 1) T) + C``, ``G(y) = 1 / (e^y - 1)``, ``0 <= C <= e^((1 + b)
+  eps) M(-1 - b) G((kappa + 1 + b) T)``. Where a plan carries bounds on ``m0``, ``m1`` and ``M(-1 - b)``
+  (``make_plan``'s ``exact_lower``), the inversion takes the known part off the sum and only its uncertainty,
+  mostly ``C``, remains: tiny where the loss is far above ``eps - T`` (bounded below, as every subsampled loss is
+  by ``log(1 - q)`` per run), so the period needs no longer ``e^(-kappa T)`` below the tolerance
+  (``PoissonSubsampled(Laplace(0.5), 0.001) x 10`` at delta: period 0.109 -> 0.079, 32,768 -> 16,384 nodes);
 * truncation: the terms beyond K sum to at most ``e^(-kappa eps) S(U) / (pi U)``, ``U = K du``, where
   ``S(U) >= sup_{u >= U} |M(kappa + iu)|`` is supplied by the mechanisms (``log_mgf_sup``);
 * float64 rounding of each term is bounded and carried.
 
-``upper = sum + truncation + rounding`` and ``lower = sum - aliasing - truncation - rounding``, so
+``upper = sum - low + truncation + rounding`` and ``lower = sum - high - upper aliasing - truncation - rounding``,
+with ``[low, high]`` the lower aliasing's bracket (``[0, G(kappa T)]`` without its exact part), so
 ``lower <= delta <= upper`` whenever ``S`` is a true bound; the Chernoff bound ``M(kappa) e^(-kappa eps)
 kappa^kappa / (1 + kappa)^(1 + kappa)`` (the improved RDP conversion) caps ``upper``.
 
@@ -168,6 +179,14 @@ class InversionPlan:
     #: Upper bound on the probability mass left out of the transform (a law cut at a high loss, see "Cut laws" in
     #: the module docstring): delta exceeds the transform's by at most this, and never falls below it.
     left_out: float = 0.0
+    #: The lower aliasing's exact part ("lower aliasing" in the module docstring): orders ``b >= 0`` of its
+    #: remainder's Chernoff bound and ``log M(-1 - b)`` (upper bounds) at each; empty: none.
+    complement_tails: np.ndarray = ()
+    log_m_complement: np.ndarray = ()
+    #: ``(lower, upper)`` bounds on the inverted measure's mass ``M(0)`` and on ``M(-1) = E[e^-L]``: ``(0, 1)`` says
+    #: nothing (both are at most 1 for a privacy loss's law and for any part of it).
+    mass_bounds: tuple = (0.0, 1.0)
+    m1_bounds: tuple = (0.0, 1.0)
 
     def __post_init__(self):
         """``kappa_tail`` and ``log_m_tail`` become read-only 1-D float arrays of one size (a single number is one
@@ -186,7 +205,24 @@ class InversionPlan:
             raise ValueError(f"InversionPlan: each exponent k' of the upper aliasing bound must exceed kappa = "
                              f"{self.kappa}, with log M(k') an upper bound (not NaN or -inf); got k' = {tails[i]}, "
                              f"log M = {log_m[i]}.")
-        for name, array in (("kappa_tail", tails), ("log_m_tail", log_m)):
+        orders = np.array(self.complement_tails, dtype=np.float64, ndmin=1)
+        log_mc = np.array(self.log_m_complement, dtype=np.float64, ndmin=1)
+        if orders.ndim != 1 or orders.shape != log_mc.shape:
+            raise ValueError(f"`complement_tails` and `log_m_complement` of InversionPlan must be 1-D of one size; "
+                             f"got shapes {orders.shape} and {log_mc.shape}.")
+        bad = ~(orders >= 0.0) | np.isnan(log_mc) | (log_mc == -np.inf)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"InversionPlan: each order b of the lower aliasing's remainder must be >= 0, with log "
+                             f"M(-1 - b) an upper bound (not NaN or -inf); got b = {orders[i]}, log M = {log_mc[i]}.")
+        for name in ("mass_bounds", "m1_bounds"):
+            pair = tuple(float(x) for x in getattr(self, name))
+            if len(pair) != 2 or not 0.0 <= pair[0] <= pair[1] <= 1.0:
+                raise ValueError(f"`{name}` of InversionPlan must be (lower, upper) with 0 <= lower <= upper <= 1; "
+                                 f"got {getattr(self, name)}.")
+            object.__setattr__(self, name, pair)
+        for name, array in (("kappa_tail", tails), ("log_m_tail", log_m), ("complement_tails", orders),
+                            ("log_m_complement", log_mc)):
             array.setflags(write=False)
             object.__setattr__(self, name, array)
 
@@ -289,6 +325,18 @@ class InversionPlan:
         return tails, base
 
     @functools.cached_property
+    def complement_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(b, log M(-1 - b) - (kappa + 1 + b) T - log(1 - e^(-(kappa + 1 + b) T)))`` over :attr:`complement_tails`:
+        the log of the lower aliasing remainder's bound less ``(1 + b) eps`` (:func:`_lower_aliasing`), raised by
+        the rounding of its parts (``8u`` of each, as :attr:`aliasing_parts`)."""
+        orders, log_m = self.complement_tails, self.log_m_complement
+        gap_period = (self.kappa + 1.0 + orders) * self.period
+        log_geometric = np.log(-np.expm1(-gap_period))
+        base = log_m - gap_period - log_geometric
+        base = base + 8.0 * _EPS * (np.abs(log_m) + gap_period + np.abs(log_geometric) + 4.0)
+        return orders, base
+
+    @functools.cached_property
     def contour_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Re base, Im base, Im s)`` of :attr:`contour`, contiguous: the exponent at epsilon is
         ``(Re base - kappa eps) + i (Im base - u eps)``, exactly the parts of the complex ``base - s eps`` (a complex
@@ -355,6 +403,7 @@ def make_plan(
     max_damping: float = MAX_DAMPING,
     node_enclosure: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
     shorten: bool | float = False,
+    exact_lower: bool = False,
 ) -> InversionPlan:
     """Choose damping, period and number of nodes so that aliasing and truncation at ``epsilon`` are each at
     most ``tolerance`` (absolute), if ``max_terms`` nodes suffice; evaluate ``log M`` at the nodes. The damping
@@ -368,7 +417,15 @@ def make_plan(
     ``shorten``: try smaller dampings where the upper aliasing bound sets a long period
     (:func:`_damping_and_period`: ``True`` halves the damping at each candidate, a float in (0, 1) takes that ratio
     between candidates, down to the same smallest); their terms are larger, so a caller whose plan then misses its
-    accuracy should plan again without it."""
+    accuracy should plan again without it.
+
+    ``exact_lower``: the plan carries the lower aliasing's known part (:func:`_complement_data`), which every
+    inversion of it then takes off ("lower aliasing" in the module docstring), and its period needs only meet that
+    aliasing's uncertainty, not ``e^(-kappa T)`` itself: for a caller that inverts at ``epsilon`` itself (a delta
+    query). Below the epsilon a plan is made for, its upper aliasing grows like ``e^(k' (epsilon - eps))``, and
+    the longer period the former bound asked for is what let an epsilon search's first plan, made above the
+    answer, hold there (sigma 0.6, q 1e-4, 10 steps: made at 0.66, the answer 0.0104); those plans also skip the
+    known part's few evaluations (``M`` at 0, -1 and four real tilts), which would cost them more than it gains."""
     # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
     # it are proven whatever it is, so it is floored where its logarithm stays finite.
     tolerance = max(float(tolerance), 1e-300)
@@ -386,8 +443,10 @@ def make_plan(
     # 1 + kappa and -1 - kappa are exact (exact_tilt: the enclosures then need no allowance for their rounding).
     kappa = float(exact_tilt(min(max(kappa, 1e-6), max_damping)))
     log_tol = np.log(tolerance / 2.0)
+    complement = _complement_data(log_mgf, node_enclosure, kappa, max_damping, left_out) if exact_lower else {}
     kappa, log_m_kappa, kappa_tail, log_m_tail, period = _damping_and_period(
-        log_mgf, epsilon, kappa, log_tol, shorten, _log_headroom(log_mgf) if shorten else _LOG_TERM_HEADROOM)
+        log_mgf, epsilon, kappa, log_tol, shorten, _log_headroom(log_mgf) if shorten else _LOG_TERM_HEADROOM,
+        complement or None)
     step = 2.0 * np.pi / period
     terms = 64
     banded = _banded_sup(log_mgf_sup, kappa, terms * step)
@@ -413,6 +472,7 @@ def make_plan(
         log_sup=float(log_sup),
         log_err_nodes=log_err_nodes,
         left_out=left_out,
+        **complement,
     )
 
 
@@ -449,7 +509,69 @@ def _log_headroom(log_mgf):
     return _LOG_TERM_HEADROOM - float(np.log(relative / _BASE_RELATIVE_ERROR))
 
 
-def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_headroom=_LOG_TERM_HEADROOM):
+#: Orders ``b`` of the lower aliasing remainder's Chernoff bound (``M(-1 - b)``), as multiples of the damping (at
+#: most the plan's largest damping: a subsampled mechanism's quadrature range grows with the tilt): the remainder
+#: vanishes fastest at large ``b`` where the loss is bounded below, at small ``b`` where its lower tail is heavy.
+_COMPLEMENT_FACTORS = np.array([0.25, 1.0, 4.0, 16.0])
+
+
+def _complement_data(log_mgf, node_enclosure, kappa, max_damping, left_out):
+    """The plan's fields of the lower aliasing's exact part (:func:`_lower_aliasing`): ``complement_tails`` and
+    ``log_m_complement`` (the whole law's ``log_mgf`` at real ``-1 - b``, proven upper bounds, which bound a part's
+    too; finite ones only; ``b`` a few multiples of the damping ``kappa``, at most ``max_damping``), and the bounds
+    on ``M(0)`` and ``M(-1)`` of the measure inverted: for the whole law ``M(0) >= 1 - left_out`` (a cut law's body
+    weighs at least that) and ``M(-1)`` from its enclosure (``log_mgf.enclosure``); for a part (``node_enclosure``)
+    both from the part's enclosure at 0 and -1 (``Re e^(log M~) -+ E``, rounded outwards, within [0, 1]). A law
+    without an enclosure keeps ``(0, 1)``: the bound is then the former ``G(kappa T)``. Only the plan depends on the
+    choice of orders: every bound computed from them is proven."""
+    none = {"complement_tails": (), "log_m_complement": (), "mass_bounds": (0.0, 1.0), "m1_bounds": (0.0, 1.0)}
+    enclosure = node_enclosure if node_enclosure is not None else getattr(log_mgf, "enclosure", None)
+    if enclosure is None:
+        return none
+    try:
+        with np.errstate(all="ignore"):  # a tilt beyond float64 is a NumericalError, caught below
+            value, log_err = enclosure(np.array([0.0 + 0.0j, -1.0 + 0.0j]))
+            value, log_err = np.asarray(value, dtype=np.complex128), np.asarray(log_err, dtype=np.float64)
+            orders = np.unique(exact_tilt(-1.0 - np.minimum(kappa * _COMPLEMENT_FACTORS, max_damping)))
+            log_m = np.real(log_mgf(orders.astype(np.complex128)))
+    except (ArithmeticError, ValueError):  # NumericalError among them: the former bound then
+        return none
+    with np.errstate(over="ignore", invalid="ignore"):
+        centre = np.exp(value.real) * np.cos(value.imag)
+        radius = np.exp(log_err) * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * np.abs(centre)
+    lower = np.clip(centre - radius, 0.0, 1.0)
+    upper = np.clip(centre + radius, 0.0, 1.0)
+    keep = np.isfinite(log_m) & (orders <= -1.0)
+    if not (np.isfinite(lower).all() and np.isfinite(upper).all() and lower[1] > 0.0 and keep.any()):
+        return none
+    mass = (float(lower[0]), float(upper[0]))
+    if node_enclosure is None:  # the whole law: mass 1, or a cut law's body at least 1 - left_out
+        mass = (max((1.0 - float(left_out)) * (1.0 - 2.0 * _EPS), mass[0], 0.0), 1.0)
+    return {"complement_tails": -1.0 - orders[keep], "log_m_complement": log_m[keep],
+            "mass_bounds": mass, "m1_bounds": (float(lower[1]), 1.0 if node_enclosure is None else float(upper[1]))}
+
+
+def _lower_period(complement, kappas, epsilon, log_tol, log_headroom):
+    """Shortest period at which the lower aliasing's uncertainty (:func:`_lower_aliasing`: the gaps of ``m0`` and
+    ``m1`` times ``G(kappa T)`` and ``e^eps G((kappa + 1) T)``, and ``C``) is about ``e^log_tol`` at each damping,
+    its three parts a third each, and its known part, ``G(kappa T)`` at most, within ``log_headroom`` of the
+    tolerance (it is taken off the sum, whose rounding grows with it)."""
+    third = log_tol - math.log(3.0)
+    orders = np.asarray(complement["complement_tails"])[None, :]
+    log_m = np.asarray(complement["log_m_complement"])[None, :]
+    k = kappas[:, None]
+    remainder = np.min(((1.0 + orders) * epsilon + log_m - third) / (k + 1.0 + orders), axis=1)
+    with np.errstate(divide="ignore"):
+        m1_gap = math.log(max(complement["m1_bounds"][1] - complement["m1_bounds"][0], 0.0))
+        m0_gap = math.log(max(complement["mass_bounds"][1] - complement["mass_bounds"][0], 0.0))
+    m1_part = (m1_gap + epsilon - third) / (kappas + 1.0)
+    m0_part = (m0_gap - third) / kappas
+    headroom = (-log_tol - log_headroom) / kappas
+    return np.maximum.reduce([remainder, m1_part, m0_part, headroom, np.zeros(kappas.shape)])
+
+
+def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_headroom=_LOG_TERM_HEADROOM,
+                        complement=None):
     """``(kappa, log M(kappa), tails, log M(tails), period)``, the tails those of :data:`_TAIL_FACTORS` (above
     ``kappa``, ``log M`` finite) for the chosen damping.
 
@@ -468,6 +590,9 @@ def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_head
     kappas = exact_tilt(kappa * ratio ** np.arange(count + 1))
     tails = exact_tilt(kappas[:, None] * _TAIL_FACTORS[None, :] + _TAIL_SHIFTS[None, :])
     t1 = -log_tol / kappas
+    if complement is not None and len(complement["complement_tails"]):
+        # the lower aliasing's known part taken off: its uncertainty sets the lower limit
+        t1 = np.minimum(t1, _lower_period(complement, kappas, epsilon, log_tol, log_headroom))
 
     @functools.cache
     def candidate(i):
@@ -662,11 +787,14 @@ def invert(plan: InversionPlan, epsilon: float) -> tuple[Bounds, dict[str, float
     rounding = magnitude * _EPS * step / np.pi * (1.0 + np.log2(k_max + 1))
     rounding += _enclosure_error(plan, epsilon)
     truncation = float(np.exp(log_trunc))
-    a1 = np.exp(-kappa * plan.period) / -np.expm1(-kappa * plan.period)
-    aliasing = float(a1 + np.exp(log_a2))
-    upper = with_left_out(min(total + truncation + rounding, chernoff), plan.left_out)
-    lower = max(total - aliasing - truncation - rounding, 0.0)
-    estimate = min(max(total, lower), upper)
+    low, high = _lower_aliasing(plan, epsilon)
+    # the full sum less the lower aliasing's known part: its rounding (u of the larger magnitude) joins the error
+    rounding += 2.0 * _EPS * (abs(total) + low)
+    corrected = total - low
+    aliasing = float((high - low) + np.exp(log_a2))
+    upper = with_left_out(min(corrected + truncation + rounding, chernoff), plan.left_out)
+    lower = max(corrected - aliasing - truncation - rounding, 0.0)
+    estimate = min(max(corrected, lower), upper)
     errors = {"aliasing": aliasing, "truncation": truncation, "rounding": rounding, "nodes": k_max + 1}
     return Bounds(lower=lower, estimate=estimate, upper=upper), errors
 
@@ -695,7 +823,36 @@ def with_more_tails(plan: InversionPlan, log_mgf: Callable[[np.ndarray], np.ndar
 
 
 #: The cached properties of :class:`InversionPlan` that :func:`with_more_tails` carries over.
-_TAIL_FREE_PARTS = ("contour", "frequency_weights", "moduli", "enclosure_parts", "contour_parts", "phasors")
+_TAIL_FREE_PARTS = ("contour", "frequency_weights", "moduli", "enclosure_parts", "contour_parts", "phasors",
+                    "complement_parts")
+
+
+def _lower_aliasing(plan, epsilon):
+    """``(low, high)``: bounds on the lower aliasing ``A = sum_(j >= 1) e^(-kappa j T) delta(eps - jT)`` of a plan
+    with ``kappa > 0`` ("lower aliasing" in the module docstring): ``A = m0 G(kappa T) - m1 e^eps G((kappa + 1) T) +
+    C`` with ``G(y) = 1 / (e^y - 1)``, ``m0 = M(0)`` and ``m1 = M(-1)`` within the plan's ``mass_bounds`` and
+    ``m1_bounds``, and ``0 <= C <= e^((1 + b) eps) M(-1 - b) G((kappa + 1 + b) T)`` for each order ``b`` of the plan.
+    ``high`` is also at most ``m0 G(kappa T)`` (``delta <= m0``: the bound used before, with ``m0 <= 1``). Each
+    value is a few roundings of its parts (``exp``, ``expm1``, a product or two): ``8u`` of the magnitudes involved
+    is added or taken off, in the safe direction; where a part overflows, ``(0, G(kappa T))``."""
+    kappa, period = plan.kappa, plan.period
+    (m0_lo, m0_hi), (m1_lo, m1_hi) = plan.mass_bounds, plan.m1_bounds
+    g0 = float(np.exp(-kappa * period) / -np.expm1(-kappa * period))
+    high = m0_hi * g0 * (1.0 + 8.0 * _EPS)
+    exponent = epsilon - (kappa + 1.0) * period
+    if exponent > 600.0:
+        return 0.0, high
+    g1 = float(np.exp(exponent) / -np.expm1(-(kappa + 1.0) * period))  # e^eps G((kappa + 1) T)
+    slack = 8.0 * _EPS * (g0 + g1)
+    low = max(m0_lo * g0 - m1_hi * g1 - slack, 0.0)
+    if m1_lo > 0.0 and plan.complement_tails.size:
+        orders, base = plan.complement_parts
+        values = base + (1.0 + orders) * epsilon
+        best = float(np.min(values + 8.0 * _EPS * np.abs(values)))
+        if best < 600.0:
+            remainder = math.exp(best)
+            high = min(high, (m0_hi * g0 - m1_lo * g1 + remainder) * (1.0 + 8.0 * _EPS) + slack)
+    return low, max(high, low)
 
 
 def _log_upper_aliasing(plan, epsilon):

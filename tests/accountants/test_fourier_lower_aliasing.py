@@ -1,0 +1,162 @@
+"""The lower aliasing's exact part (``accountants/fourier_inversion.py``, module docstring "lower aliasing").
+
+The trapezoidal sum's ``j >= 1`` aliases are ``e^(-kappa j T) delta(eps - jT)``, and ``delta(x) = m0 - e^x m1 +
+c(x)`` with ``0 <= c(x) <= e^((1 + b) x) M(-1 - b)``: a plan made with ``exact_lower`` takes the known part off and
+keeps only the bracket's width, so its period may be shorter. Oracles: the Gaussian mechanism's privacy profile in
+closed form (mpmath, 30 digits), summed over the aliases; the former plans' intervals (proven, so they must
+overlap); and the privacy buckets for a subsampled Laplace ledger.
+"""
+
+import dataclasses
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from dpledger.accountants import FourierAccountant
+from dpledger.accountants.fourier_inversion import InversionPlan, _lower_aliasing, invert, make_plan
+from dpledger.mechanisms import LaplaceMechanism, PoissonSubsampled
+
+
+class _Unenclosed(LaplaceMechanism):
+    """No proven subsampled characteristic function: the privacy buckets answer (the previous path)."""
+
+    has_subsampled_enclosure = False
+
+    def subsampled_loss_split(self, sampling_probability):
+        return None
+
+
+def _gaussian(mu):
+    """``log M`` of the Gaussian mechanism's loss (``mu^2 s (1 + s) / 2``), its decay bound, and an enclosure whose
+    error is a generous 1e-14 of the modulus (what the certified ledgers supply)."""
+    def log_mgf(s):
+        s = np.asarray(s, dtype=np.complex128)
+        return 0.5 * mu * mu * s * (1.0 + s)
+
+    def enclosure(s):
+        value = log_mgf(s)
+        return value, value.real + math.log(1e-14)
+
+    log_mgf.enclosure = enclosure
+
+    def log_mgf_sup(a, u):
+        return 0.5 * mu * mu * (a * (1.0 + a) - u * u)
+
+    return log_mgf, log_mgf_sup
+
+
+def _delta(mu, x):
+    """The Gaussian's privacy profile at any real ``x`` (mpmath)."""
+    mu, x = mp.mpf(mu), mp.mpf(x)
+    return mp.ncdf(-x / mu + mu / 2) - mp.exp(x) * mp.ncdf(-x / mu - mu / 2)
+
+
+def _exact_lower_aliasing(mu, kappa, period, eps):
+    with mp.workdps(30):
+        total, j = mp.mpf(0), 1
+        while True:
+            term = mp.exp(-kappa * j * period) * _delta(mu, eps - j * period)
+            total += term
+            if term < mp.mpf(10) ** -40 * total or j > 10_000:
+                return total
+            j += 1
+
+
+@pytest.mark.parametrize("mu, eps", [(0.5, 1.0), (1.0, 0.3), (3.0, 4.0), (3.0, 0.0)])
+@pytest.mark.parametrize("period_factor", [0.3, 1.0])
+def test_the_bracket_contains_the_exact_lower_aliasing(mu, eps, period_factor):
+    """At the plan's period and at a much shorter one (where the aliases are large and ``c`` matters), the
+    bracket holds the exact sum and is narrower than the former ``[0, G(kappa T)]``."""
+    log_mgf, sup = _gaussian(mu)
+    plan = make_plan(log_mgf, sup, eps, 1e-12, exact_lower=True)
+    assert plan.complement_tails.size and plan.m1_bounds[0] > 0.99 and plan.mass_bounds == (plan.mass_bounds[0], 1.0)
+    plan = dataclasses.replace(plan, period=plan.period * period_factor)
+    low, high = _lower_aliasing(plan, eps)
+    exact = float(_exact_lower_aliasing(mu, plan.kappa, plan.period, eps))
+    g0 = 1.0 / math.expm1(plan.kappa * plan.period)
+    assert low <= exact <= high <= g0 * (1.0 + 1e-12)
+    if period_factor == 1.0:  # the known part taken off, the width is the remainder's bound: far below G
+        assert high - low < 1e-3 * g0
+
+
+def test_without_the_fields_the_bracket_is_the_former_bound():
+    log_mgf, sup = _gaussian(1.0)
+    plan = make_plan(log_mgf, sup, 1.0, 1e-12)
+    assert plan.complement_tails.size == 0 and plan.mass_bounds == (0.0, 1.0) and plan.m1_bounds == (0.0, 1.0)
+    low, high = _lower_aliasing(plan, 1.0)
+    g0 = 1.0 / math.expm1(plan.kappa * plan.period)
+    assert low == 0.0 and high == pytest.approx(g0, rel=1e-14)
+
+
+@pytest.mark.parametrize("mu, eps", [(0.5, 1.0), (1.0, 1.0), (2.0, 3.0)])
+def test_exact_lower_plans_are_shorter_and_contain_the_exact_delta(mu, eps):
+    log_mgf, sup = _gaussian(mu)
+    former = make_plan(log_mgf, sup, eps, 1e-13)
+    plan = make_plan(log_mgf, sup, eps, 1e-13, exact_lower=True)
+    assert plan.period < former.period and plan.terms <= former.terms
+    with mp.workdps(30):
+        exact = float(_delta(mu, eps))
+    for p in (former, plan):
+        bounds, errors = invert(p, eps)
+        assert bounds.lower <= exact <= bounds.upper
+        assert bounds.upper - bounds.lower <= 1e-6 * exact
+
+
+def test_subsampled_laplace_delta_takes_half_the_nodes_and_agrees_with_the_former_plan(monkeypatch):
+    """A split (part-of-the-law) plan: the rest's mass and ``M(-1)`` come from its own enclosure. The delta query
+    of ``PS(Laplace(0.5), 0.001) x 10`` plans a shorter period; its interval meets the former one (both proven)
+    and lies within the privacy buckets'."""
+    import dpledger.accountants._fourier_search as search
+
+    def ledger():
+        return FourierAccountant().compose(PoissonSubsampled(LaplaceMechanism(scale=0.5), 0.001), 10)
+
+    plans = []
+    original = search.make_plan
+
+    def spy(*args, **kwargs):
+        plans.append((kwargs.get("exact_lower", False), original(*args, **kwargs)))
+        return plans[-1][1]
+
+    monkeypatch.setattr(search, "make_plan", spy)
+    new = ledger().delta_bounds(0.0191)
+    assert plans and all(flag for flag, _ in plans)
+    new_terms = max(p.terms for _, p in plans)
+    plans.clear()
+    monkeypatch.setattr(search, "make_plan", lambda *a, **k: spy(*a, **{**k, "exact_lower": False}))
+    former = ledger().delta_bounds(0.0191)
+    former_terms = max(p.terms for _, p in plans)
+    assert new_terms <= former_terms // 2
+    assert max(new.lower, former.lower) <= min(new.upper, former.upper)
+    assert new.upper - new.lower <= 1e-6 * new.estimate
+    buckets = FourierAccountant().compose(PoissonSubsampled(_Unenclosed(scale=0.5), 0.001), 10).delta_bounds(0.0191)
+    assert buckets.upper - buckets.lower > 10 * (new.upper - new.lower)  # the other path, far looser
+    assert buckets.lower <= new.lower and new.upper <= buckets.upper
+
+
+@pytest.mark.parametrize("field, value", [("mass_bounds", (0.5, 0.4)), ("mass_bounds", (0.0, 1.5)),
+                                          ("m1_bounds", (-0.1, 1.0)), ("m1_bounds", (0.2,))])
+def test_plan_refuses_bad_bounds(field, value):
+    log_mgf, sup = _gaussian(1.0)
+    plan = make_plan(log_mgf, sup, 1.0, 1e-12)
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(plan, **{field: value})
+
+
+@pytest.mark.parametrize("orders, log_m", [((-1.0,), (0.0,)), ((1.0, 2.0), (0.0,)), ((1.0,), (np.nan,)),
+                                           ((1.0,), (-np.inf,))])
+def test_plan_refuses_bad_remainder_orders(orders, log_m):
+    log_mgf, sup = _gaussian(1.0)
+    plan = make_plan(log_mgf, sup, 1.0, 1e-12)
+    with pytest.raises(ValueError, match="complement_tails|lower aliasing"):
+        dataclasses.replace(plan, complement_tails=orders, log_m_complement=log_m)
+
+
+def test_plan_fields_are_read_only_arrays():
+    log_mgf, sup = _gaussian(1.0)
+    plan = make_plan(log_mgf, sup, 1.0, 1e-12, exact_lower=True)
+    assert isinstance(plan, InversionPlan)
+    with pytest.raises(ValueError):
+        plan.complement_tails[0] = 5.0
