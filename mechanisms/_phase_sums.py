@@ -103,7 +103,8 @@ _FFT_NODE_COST, _FFT_LEVEL_COST = 48, 24
 
 def _sum_work(v, nodes):
     """The phase sums' work in (frequency, node) pairs summed directly: ``K J``, or what the non-uniform FFT costs
-    where :func:`_phase_sums` takes it (``J`` histogram entries and ``N log2 N`` FFT work per power, ``N >= 2K``)."""
+    where :func:`_phase_sums` takes it (``J`` histogram entries and ``N log2 N`` FFT work per power, counted at the
+    longer of the two lengths the FFT may take, ``N >= 2K``: a work limit, so an upper estimate)."""
     k = v.size
     line = v if k < 2 or v[-1] >= v[0] else -v
     if k < 64 or _uniform_line(line, nodes) is None:
