@@ -671,7 +671,7 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
     limit = delta * (1.0 - _log_slack(math.log(delta)))  # delta is exp(log delta): at most the caller's below it
     try:
         plan = make_plan(lm, sup, epsilon, _FLOOR_CHECK_TOLERANCE * delta, max_terms=max_terms, kappa=kappa,
-                         max_damping=max_damping, exact_lower=True)
+                         max_damping=max_damping)
         bounds = invert(plan, epsilon)[0]
         if bounds.upper <= limit:
             return True
@@ -680,8 +680,7 @@ def _below_at(lm, sup, epsilon, delta, kappa, *, max_terms, max_damping):
         room = delta - bounds.estimate
         if not room >= _FLOOR_RETRY_ROOM * delta:
             return False
-        plan = make_plan(lm, sup, epsilon, room / 4.0, max_terms=max_terms, kappa=kappa, max_damping=max_damping,
-                         exact_lower=True)
+        plan = make_plan(lm, sup, epsilon, room / 4.0, max_terms=max_terms, kappa=kappa, max_damping=max_damping)
         return invert(plan, epsilon)[0].upper <= limit
     except (TruncationLimit, NumericalError):  # not shown cheaply: the full search decides, as it did before
         return False

@@ -509,21 +509,25 @@ def _log_headroom(log_mgf):
     return _LOG_TERM_HEADROOM - float(np.log(relative / _BASE_RELATIVE_ERROR))
 
 
-#: Orders ``b`` of the lower aliasing remainder's Chernoff bound (``M(-1 - b)``), as multiples of the damping (at
-#: most the plan's largest damping: a subsampled mechanism's quadrature range grows with the tilt): the remainder
-#: vanishes fastest at large ``b`` where the loss is bounded below, at small ``b`` where its lower tail is heavy.
+#: Orders ``b`` of the lower aliasing remainder's Chernoff bound (``M(-1 - b)``), as multiples of the damping: the
+#: remainder vanishes fastest at large ``b`` where the loss is bounded below, at small ``b`` where its lower tail is
+#: heavy. At most the plan's largest damping, and for a whole law at most :data:`_COMPLEMENT_WHOLE_CAP`: a
+#: subsampled Gaussian's add direction has ``M(-1 - b) = F(1 + b)``, whose quadrature range grows with ``b`` (orders
+#: up to 16 x 1,100 took 150-300 ms at q 1e-4, sigma 2, 10^4 steps). A split's rest (subsampled Laplace) is priced
+#: at any tilt for about the same cost.
 _COMPLEMENT_FACTORS = np.array([0.25, 1.0, 4.0, 16.0])
+_COMPLEMENT_WHOLE_CAP = 64.0
 
 
 def _complement_data(log_mgf, node_enclosure, kappa, max_damping, left_out):
     """The plan's fields of the lower aliasing's exact part (:func:`_lower_aliasing`): ``complement_tails`` and
     ``log_m_complement`` (the whole law's ``log_mgf`` at real ``-1 - b``, proven upper bounds, which bound a part's
-    too; finite ones only; ``b`` a few multiples of the damping ``kappa``, at most ``max_damping``), and the bounds
-    on ``M(0)`` and ``M(-1)`` of the measure inverted: for the whole law ``M(0) >= 1 - left_out`` (a cut law's body
-    weighs at least that) and ``M(-1)`` from its enclosure (``log_mgf.enclosure``); for a part (``node_enclosure``)
-    both from the part's enclosure at 0 and -1 (``Re e^(log M~) -+ E``, rounded outwards, within [0, 1]). A law
-    without an enclosure keeps ``(0, 1)``: the bound is then the former ``G(kappa T)``. Only the plan depends on the
-    choice of orders: every bound computed from them is proven."""
+    too; finite ones only; ``b`` a few multiples of the damping ``kappa``, capped: :data:`_COMPLEMENT_FACTORS`), and
+    the bounds on ``M(0)`` and ``M(-1)`` of the measure inverted: for the whole law ``M(0) >= 1 - left_out`` (a cut
+    law's body weighs at least that) and ``M(-1)`` from its enclosure (``log_mgf.enclosure``); for a part
+    (``node_enclosure``) both from the part's enclosure at 0 and -1 (``Re e^(log M~) -+ E``, rounded outwards,
+    within [0, 1]). A law without an enclosure keeps ``(0, 1)``: the bound is then the former ``G(kappa T)``. Only
+    the plan depends on the choice of orders: every bound computed from them is proven."""
     none = {"complement_tails": (), "log_m_complement": (), "mass_bounds": (0.0, 1.0), "m1_bounds": (0.0, 1.0)}
     enclosure = node_enclosure if node_enclosure is not None else getattr(log_mgf, "enclosure", None)
     if enclosure is None:
@@ -532,7 +536,8 @@ def _complement_data(log_mgf, node_enclosure, kappa, max_damping, left_out):
         with np.errstate(all="ignore"):  # a tilt beyond float64 is a NumericalError, caught below
             value, log_err = enclosure(np.array([0.0 + 0.0j, -1.0 + 0.0j]))
             value, log_err = np.asarray(value, dtype=np.complex128), np.asarray(log_err, dtype=np.float64)
-            orders = np.unique(exact_tilt(-1.0 - np.minimum(kappa * _COMPLEMENT_FACTORS, max_damping)))
+            cap = max_damping if node_enclosure is not None else min(max_damping, _COMPLEMENT_WHOLE_CAP)
+            orders = np.unique(exact_tilt(-1.0 - np.minimum(kappa * _COMPLEMENT_FACTORS, cap)))
             log_m = np.real(log_mgf(orders.astype(np.complex128)))
     except (ArithmeticError, ValueError):  # NumericalError among them: the former bound then
         return none
