@@ -315,7 +315,7 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
     tolerance = rtol * np.exp(log_chernoff) * 1e-3
     for attempt in range(4):
         plan = make_plan(lm, sup, epsilon, tolerance, max_terms=max_terms, kappa=kappa, max_damping=max_damping,
-                         shorten=attempt == 0, exact_lower=True)
+                         shorten=attempt == 0)
         if on_plan is not None:
             on_plan(plan)
         bounds, errors = invert(plan, epsilon)

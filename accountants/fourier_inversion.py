@@ -19,10 +19,11 @@ difference of two nearly equal probabilities in thesis Lemma 3.1.4 (3)). The int
   ``m1 = M(-1) = E_P[e^-L] <= 1`` and ``0 <= c(x) <= e^((1 + b) x) M(-1 - b)``. Summed over ``j``, the lower
   aliasing is ``m0 G(kappa T) - m1 e^eps G((kappa + 1) T) + C``, ``G(y) = 1 / (e^y - 1)``, ``0 <= C <= e^((1 + b)
   eps) M(-1 - b) G((kappa + 1 + b) T)``. Where a plan carries bounds on ``m0``, ``m1`` and ``M(-1 - b)``
-  (``make_plan``'s ``exact_lower``), the inversion takes the known part off the sum and only its uncertainty,
-  mostly ``C``, remains: tiny where the loss is far above ``eps - T`` (bounded below, as every subsampled loss is
-  by ``log(1 - q)`` per run), so the period needs no longer ``e^(-kappa T)`` below the tolerance
-  (``PoissonSubsampled(Laplace(0.5), 0.001) x 10`` at delta: period 0.109 -> 0.079, 32,768 -> 16,384 nodes);
+  (``make_plan``'s ``exact_lower``: the split ledgers' delta queries), the inversion takes the known part off the
+  sum and only its uncertainty, mostly ``C``, remains: tiny where the loss is far above ``eps - T`` (bounded
+  below, as every subsampled loss is by ``log(1 - q)`` per run), so the period needs no longer ``e^(-kappa T)``
+  below the tolerance (``PoissonSubsampled(Laplace(0.5), 0.001) x 10`` at delta: period 0.109 -> 0.079, 32,768 ->
+  16,384 nodes);
 * truncation: the terms beyond K sum to at most ``e^(-kappa eps) S(U) / (pi U)``, ``U = K du``, where
   ``S(U) >= sup_{u >= U} |M(kappa + iu)|`` is supplied by the mechanisms (``log_mgf_sup``);
 * float64 rounding of each term is bounded and carried.
@@ -422,10 +423,13 @@ def make_plan(
     ``exact_lower``: the plan carries the lower aliasing's known part (:func:`_complement_data`), which every
     inversion of it then takes off ("lower aliasing" in the module docstring), and its period needs only meet that
     aliasing's uncertainty, not ``e^(-kappa T)`` itself: for a caller that inverts at ``epsilon`` itself (a delta
-    query). Below the epsilon a plan is made for, its upper aliasing grows like ``e^(k' (epsilon - eps))``, and
-    the longer period the former bound asked for is what let an epsilon search's first plan, made above the
-    answer, hold there (sigma 0.6, q 1e-4, 10 steps: made at 0.66, the answer 0.0104); those plans also skip the
-    known part's few evaluations (``M`` at 0, -1 and four real tilts), which would cost them more than it gains."""
+    query; :mod:`accountants._fourier_search` asks it for the split ledgers' rest, whose plans it halves, and not
+    for whole laws, whose delta plans on issue 14's grid keep their node counts, 64 or 128, and would only pay
+    for the evaluations). Below the epsilon a plan is made for, its upper aliasing grows like ``e^(k' (epsilon -
+    eps))``, and the longer period the former bound asked for is what let an epsilon search's first plan, made
+    above the answer, hold there (sigma 0.6, q 1e-4, 10 steps: made at 0.66, the answer 0.0104); those plans also
+    skip the known part's few evaluations (``M`` at 0, -1 and four real tilts), which would cost them more than it
+    gains."""
     # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
     # it are proven whatever it is, so it is floored where its logarithm stays finite.
     tolerance = max(float(tolerance), 1e-300)
