@@ -420,16 +420,14 @@ def make_plan(
     between candidates, down to the same smallest); their terms are larger, so a caller whose plan then misses its
     accuracy should plan again without it.
 
-    ``exact_lower``: the plan carries the lower aliasing's known part (:func:`_complement_data`), which every
-    inversion of it then takes off ("lower aliasing" in the module docstring), and its period needs only meet that
-    aliasing's uncertainty, not ``e^(-kappa T)`` itself: for a caller that inverts at ``epsilon`` itself (a delta
-    query; :mod:`accountants._fourier_search` asks it for the split ledgers' rest, whose plans it halves, and not
-    for whole laws, whose delta plans on issue 14's grid keep their node counts, 64 or 128, and would only pay
-    for the evaluations). Below the epsilon a plan is made for, its upper aliasing grows like ``e^(k' (epsilon -
-    eps))``, and the longer period the former bound asked for is what let an epsilon search's first plan, made
-    above the answer, hold there (sigma 0.6, q 1e-4, 10 steps: made at 0.66, the answer 0.0104); those plans also
-    skip the known part's few evaluations (``M`` at 0, -1 and four real tilts), which would cost them more than it
-    gains."""
+    ``exact_lower``: where it saves nodes (:func:`_exact_lower_period`), the plan carries the lower aliasing's known
+    part (:func:`_complement_data`), which every inversion of it then takes off ("lower aliasing" in the module
+    docstring), and its period needs only meet that aliasing's uncertainty, not ``e^(-kappa T)`` itself: for a
+    caller that inverts at ``epsilon`` itself (a delta query; :mod:`accountants._fourier_search` asks it for the
+    split ledgers' rest, whose plans it can halve, and not for whole laws, whose delta plans on issue 14's grid
+    keep their node counts, 64 or 128). Below the epsilon a plan is made for, its upper aliasing grows like
+    ``e^(k' (epsilon - eps))``, and the longer period the former bound asked for is what let an epsilon search's
+    first plan, made above the answer, hold there (sigma 0.6, q 1e-4, 10 steps: made at 0.66, the answer 0.0104)."""
     # A tolerance below 1e-300 (delta near the float range) only sets the plan's ambition; the bounds computed from
     # it are proven whatever it is, so it is floored where its logarithm stays finite.
     tolerance = max(float(tolerance), 1e-300)
@@ -447,21 +445,15 @@ def make_plan(
     # 1 + kappa and -1 - kappa are exact (exact_tilt: the enclosures then need no allowance for their rounding).
     kappa = float(exact_tilt(min(max(kappa, 1e-6), max_damping)))
     log_tol = np.log(tolerance / 2.0)
-    complement = _complement_data(log_mgf, node_enclosure, kappa, max_damping, left_out) if exact_lower else {}
     kappa, log_m_kappa, kappa_tail, log_m_tail, period = _damping_and_period(
-        log_mgf, epsilon, kappa, log_tol, shorten, _log_headroom(log_mgf) if shorten else _LOG_TERM_HEADROOM,
-        complement or None)
+        log_mgf, epsilon, kappa, log_tol, shorten, _log_headroom(log_mgf) if shorten else _LOG_TERM_HEADROOM)
     terms, log_sup, log_trunc, banded = _node_count(log_mgf_sup, kappa, epsilon, tolerance, max_terms, period)
-    if complement:
-        # the former period (its lower aliasing e^(-kappa T) below the tolerance) where it takes no more nodes: the
-        # same count at a longer period reaches lower frequencies, whose enclosures cost less (a split rest's nodes
-        # at 16,384 either way: 21 ms at period 0.90, 29 ms at 0.65)
-        periods = (log_m_tail - kappa_tail * epsilon - log_tol) / (kappa_tail - kappa)
-        former = float(max(-log_tol / kappa, float(np.min(periods, initial=np.inf))) * 1.05)
-        if former > period:
-            alternative = _node_count(log_mgf_sup, kappa, epsilon, tolerance, max_terms, former)
-            if alternative[0] <= terms and alternative[2] <= np.log(tolerance):
-                period, (terms, log_sup, log_trunc, banded) = former, alternative
+    complement = {}
+    if exact_lower:
+        shorter = _exact_lower_period(log_mgf, log_mgf_sup, node_enclosure, kappa, kappa_tail, log_m_tail, epsilon,
+                                      tolerance, max_terms, max_damping, left_out, period, terms)
+        if shorter is not None:
+            complement, period, (terms, log_sup, log_trunc, banded) = shorter
     step = 2.0 * np.pi / period
     _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup)
     if terms >= _BANDED_MIN_TERMS:  # the nodes are chosen as before; their bound is the banded one
@@ -582,6 +574,43 @@ def _lower_period(complement, kappas, epsilon, log_tol, log_headroom):
     return np.maximum.reduce([remainder, m1_part, m0_part, headroom, np.zeros(kappas.shape)])
 
 
+def _exact_lower_period(log_mgf, log_mgf_sup, node_enclosure, kappa, kappa_tail, log_m_tail, epsilon, tolerance,
+                        max_terms, max_damping, left_out, period, terms):
+    """``(complement, period, node count)`` of a plan whose lower aliasing's known part is taken off (``make_plan``'s
+    ``exact_lower``), or None where that saves no nodes over ``terms`` at the former ``period``. The period then
+    need only meet the upper aliasing (the plan's exponents ``kappa_tail``) and the lower aliasing's uncertainty
+    (:func:`_lower_period`). The known part's evaluations (:func:`_complement_data`) are made only where even the
+    upper aliasing and the headroom alone, which bound that period from below, would save nodes: a split rest of
+    ``PS(Laplace(10), 0.001) x 10`` kept its nodes and paid 1.5-2.5 ms per plan for them. The same count at a
+    shorter period would reach higher frequencies, whose enclosures cost more, so a tie keeps the former period
+    (``PS(Laplace(0.5), 0.01) x 10``: 16,384 nodes either way, 21 ms at period 0.90, 29 ms at 0.65)."""
+    log_tol = math.log(tolerance / 2.0)
+    upper = float(np.min((log_m_tail - kappa_tail * epsilon - log_tol) / (kappa_tail - kappa), initial=np.inf))
+    floor = max(upper, (-log_tol - _LOG_TERM_HEADROOM) / kappa) * 1.05
+    if not (floor < period and terms > 64 and _truncation_meets(log_mgf_sup, kappa, epsilon, tolerance,
+                                                                 terms // 2, floor)):
+        return None
+    complement = _complement_data(log_mgf, node_enclosure, kappa, max_damping, left_out)
+    if not len(complement["complement_tails"]):
+        return None
+    lower = float(_lower_period(complement, np.array([kappa]), epsilon, log_tol, _LOG_TERM_HEADROOM)[0])
+    shorter = max(upper, lower) * 1.05
+    if not shorter < period:
+        return None
+    if not _truncation_meets(log_mgf_sup, kappa, epsilon, tolerance, terms // 2, shorter):
+        return None
+    return complement, float(shorter), _node_count(log_mgf_sup, kappa, epsilon, tolerance, terms // 2, shorter)
+
+
+def _truncation_meets(log_mgf_sup, kappa, epsilon, tolerance, terms, period):
+    """Whether ``terms`` nodes of step ``2 pi / period`` meet ``tolerance`` by the single-supremum truncation bound
+    (:func:`_node_count`'s test, one ``log_mgf_sup`` evaluation instead of its doubling search: a split rest's decay
+    bound costs ~0.7 ms each)."""
+    step = 2.0 * np.pi / period
+    log_trunc = float(log_mgf_sup(kappa, terms * step)) - kappa * epsilon - math.log(math.pi * terms * step)
+    return log_trunc <= math.log(tolerance)
+
+
 def _node_count(log_mgf_sup, kappa, epsilon, tolerance, max_terms, period):
     """``(terms, log sup, log truncation, banded)``: the smallest power of two (from 64, at most ``max_terms``) of
     nodes of step ``2 pi / period`` whose truncation bound at ``epsilon`` (the single supremum beyond the last
@@ -597,8 +626,7 @@ def _node_count(log_mgf_sup, kappa, epsilon, tolerance, max_terms, period):
         terms *= 2
 
 
-def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_headroom=_LOG_TERM_HEADROOM,
-                        complement=None):
+def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_headroom=_LOG_TERM_HEADROOM):
     """``(kappa, log M(kappa), tails, log M(tails), period)``, the tails those of :data:`_TAIL_FACTORS` (above
     ``kappa``, ``log M`` finite) for the chosen damping.
 
@@ -617,9 +645,6 @@ def _damping_and_period(log_mgf, epsilon, kappa, log_tol, shorten=True, log_head
     kappas = exact_tilt(kappa * ratio ** np.arange(count + 1))
     tails = exact_tilt(kappas[:, None] * _TAIL_FACTORS[None, :] + _TAIL_SHIFTS[None, :])
     t1 = -log_tol / kappas
-    if complement is not None and len(complement["complement_tails"]):
-        # the lower aliasing's known part taken off: its uncertainty sets the lower limit
-        t1 = np.minimum(t1, _lower_period(complement, kappas, epsilon, log_tol, log_headroom))
 
     @functools.cache
     def candidate(i):

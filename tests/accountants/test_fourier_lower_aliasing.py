@@ -15,7 +15,13 @@ import numpy as np
 import pytest
 
 from dpledger.accountants import FourierAccountant
-from dpledger.accountants.fourier_inversion import InversionPlan, _lower_aliasing, invert, make_plan
+from dpledger.accountants.fourier_inversion import (
+    InversionPlan,
+    _complement_data,
+    _lower_aliasing,
+    invert,
+    make_plan,
+)
 from dpledger.mechanisms import LaplaceMechanism, PoissonSubsampled
 
 
@@ -70,9 +76,12 @@ def test_the_bracket_contains_the_exact_lower_aliasing(mu, eps, period_factor):
     """At the plan's period and at a much shorter one (where the aliases are large and ``c`` matters), the
     bracket holds the exact sum and is narrower than the former ``[0, G(kappa T)]``."""
     log_mgf, sup = _gaussian(mu)
-    plan = make_plan(log_mgf, sup, eps, 1e-12, exact_lower=True)
-    assert plan.complement_tails.size and plan.m1_bounds[0] > 0.99 and plan.mass_bounds == (plan.mass_bounds[0], 1.0)
-    plan = dataclasses.replace(plan, period=plan.period * period_factor)
+    plan = make_plan(log_mgf, sup, eps, 1e-12)
+    complement = _complement_data(log_mgf, None, plan.kappa, 64.0, 0.0)
+    assert complement["m1_bounds"][0] > 1.0 - 1e-12 and 1.0 - 1e-15 < complement["mass_bounds"][0] < 1.0
+    assert complement["mass_bounds"][1] == complement["m1_bounds"][1] == 1.0
+    plan = dataclasses.replace(plan, period=plan.period * period_factor, **complement)
+    assert plan.complement_tails.size
     low, high = _lower_aliasing(plan, eps)
     exact = float(_exact_lower_aliasing(mu, plan.kappa, plan.period, eps))
     g0 = 1.0 / math.expm1(plan.kappa * plan.period)
@@ -92,13 +101,17 @@ def test_without_the_fields_the_bracket_is_the_former_bound():
 
 @pytest.mark.parametrize("mu, eps", [(0.5, 1.0), (1.0, 1.0), (2.0, 3.0)])
 def test_exact_lower_plans_take_no_more_nodes_and_contain_the_exact_delta(mu, eps):
-    """The shorter period is taken only where it saves nodes: at a tie the former, longer one stays (its nodes
-    reach lower frequencies); either way the plan carries the known part and the interval holds the exact delta."""
+    """The shorter period (and the known part) are taken only where they save nodes: at a tie the former, longer
+    period stays (its nodes reach lower frequencies) and the plan is the former one; the interval holds the exact
+    delta either way."""
     log_mgf, sup = _gaussian(mu)
     former = make_plan(log_mgf, sup, eps, 1e-13)
     plan = make_plan(log_mgf, sup, eps, 1e-13, exact_lower=True)
-    assert plan.terms <= former.terms and plan.complement_tails.size
-    assert plan.period < former.period if plan.terms < former.terms else plan.period == former.period
+    assert plan.terms <= former.terms
+    if plan.terms < former.terms:
+        assert plan.period < former.period and plan.complement_tails.size
+    else:
+        assert plan.period == former.period and plan.complement_tails.size == 0
     with mp.workdps(30):
         exact = float(_delta(mu, eps))
     for p in (former, plan):
@@ -159,7 +172,8 @@ def test_plan_refuses_bad_remainder_orders(orders, log_m):
 
 def test_plan_fields_are_read_only_arrays():
     log_mgf, sup = _gaussian(1.0)
-    plan = make_plan(log_mgf, sup, 1.0, 1e-12, exact_lower=True)
-    assert isinstance(plan, InversionPlan)
+    plan = make_plan(log_mgf, sup, 1.0, 1e-12)
+    plan = dataclasses.replace(plan, **_complement_data(log_mgf, None, plan.kappa, 64.0, 0.0))
+    assert isinstance(plan, InversionPlan) and plan.complement_tails.size
     with pytest.raises(ValueError):
         plan.complement_tails[0] = 5.0
