@@ -177,3 +177,25 @@ def test_plan_fields_are_read_only_arrays():
     assert isinstance(plan, InversionPlan) and plan.complement_tails.size
     with pytest.raises(ValueError):
         plan.complement_tails[0] = 5.0
+
+
+@pytest.mark.parametrize("scale, q, runs", [(0.5, 0.001, 10), (2.0, 0.1, 10), (10.0, 0.01, 5)])
+def test_a_split_rests_mass_and_first_moment_are_bracketed(scale, q, runs):
+    """A split ledger's rest (the products with two or more continuous runs, ``R_2 = M - D - R_1``) has, for one
+    group of ``n`` runs with atoms ``A`` and continuous part ``C = M1 - A`` per run (``M1(0) = M1(-1) = 1``), ``R_2(s)
+    = 1 - A^n - n (1 - A) A^(n - 1)`` at ``s = 0`` and ``-1``: the bounds the plan takes from the rest's enclosure
+    hold those closed forms (mpmath, from the atoms), to 1e-9. (Here the two are equal: a subsampled Laplace's atom
+    regions, x below 0 and above the sensitivity, weigh the same under both distributions, so ``A(-1) = A(0)``.)"""
+    mechanism = PoissonSubsampled(LaplaceMechanism(scale=scale), q)
+    ledger = FourierAccountant().compose(mechanism, runs)
+    for direction, split in ledger._laplace_split():
+        lm = ledger._direction_log_mgf(direction)
+        data = _complement_data(lm, split.node_enclosure, 5.0, 64.0, 0.0)
+        assert data["complement_tails"].size
+        l1, l0, log_p1, log_p0 = mechanism.loss_split()[direction.name.lower()].atoms
+        with mp.workdps(40):
+            for s, bounds in ((0, data["mass_bounds"]), (-1, data["m1_bounds"])):
+                a = mp.exp(mp.mpf(log_p1) + s * mp.mpf(l1)) + mp.exp(mp.mpf(log_p0) + s * mp.mpf(l0))
+                exact = 1 - a**runs - runs * (1 - a) * a ** (runs - 1)
+                assert bounds[0] <= exact <= bounds[1], (direction, s, bounds, float(exact))
+                assert bounds[1] - bounds[0] <= 1e-9 * float(exact)  # and tightly: a test that could fail
