@@ -338,15 +338,13 @@ class InversionPlan:
         return orders, base
 
     @functools.cached_property
-    def contour_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(Re base, Im base, Im s)`` of :attr:`contour`, contiguous: the exponent at epsilon is
-        ``(Re base - kappa eps) + i (Im base - u eps)``, exactly the parts of the complex ``base - s eps`` (a complex
-        times a real multiplies each part once), and a term ``e^(t - peak)`` has modulus ``e^(Re t - peak)`` and
-        phase ``Im t``: the moduli are formed once per plan (:attr:`moduli`), and so are the phasors
-        (:attr:`phasors`) that :func:`_terms` turns to each epsilon, each part within a few ulps (which the
-        per-term rounding bound of :attr:`contour` covers)."""
-        s, base = self.contour[0], self.contour[1]
-        parts = (np.ascontiguousarray(base.real), np.ascontiguousarray(base.imag), np.ascontiguousarray(s.imag))
+    def contour_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(Re base, Im base)`` of :attr:`contour`, contiguous: a term ``e^(t - peak)``, ``t = base - s eps``, has
+        modulus ``e^(Re base - kappa eps - peak)`` and phase ``Im base - k step eps``: the moduli are formed once per
+        plan (:attr:`moduli`), and so are the phasors (:attr:`phasors`) that :func:`_terms` turns to each epsilon,
+        each part within a few ulps (which the per-term rounding bound of :attr:`contour` covers)."""
+        base = self.contour[1]
+        parts = (np.ascontiguousarray(base.real), np.ascontiguousarray(base.imag))
         for array in parts:
             array.setflags(write=False)
         return parts
