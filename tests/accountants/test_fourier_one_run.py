@@ -5,7 +5,7 @@ one-step cells of small sampling probability, whose characteristic functions bar
 import math
 
 import mpmath as mp
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from dpledger.accountants import FourierAccountant
@@ -52,3 +52,55 @@ def test_only_a_single_run_takes_the_exact_path():
     # the two paths agree where both apply: one run, by inversion through a Gaussian of negligible weight
     mixed = FourierAccountant().compose(m).compose(GaussianMechanism(sigma=1e6))
     assert abs(mixed.get_epsilon(1e-5) - one.get_epsilon(1e-5)) <= 1e-5 * one.get_epsilon(1e-5)
+
+
+def _counted(f):
+    calls = []
+
+    def evaluate(x):
+        calls.append(x)
+        return f(x)
+
+    return evaluate, calls
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(-9.0, 2.0).map(lambda e: 10.0**e), st.floats(-1.0, 4.0).map(lambda e: 10.0**e), st.integers(0, 8))
+def test_bracket_crossing_brackets_a_quantised_curve_within_its_tolerance(root, rate, coarse):
+    """``_bracket_crossing`` on ``delta(eps) = 1e-5 exp(-rate (eps - root))`` rounded to ``coarse`` bits of mantissa
+    fewer than float64 (a profile evaluated with outward rounding is flat in steps near its crossing): the bracket
+    holds ``f(lo) > delta >= f(hi)`` at evaluated points (``(0, 0)`` where ``f(0) <= delta``), is within ``1e-13
+    hi``, and takes at most 60 evaluations."""
+    from dpledger.accountants.fourier_accountant import _bracket_crossing
+
+    delta = 1e-5
+    grain = 2.0**(-53 + coarse)
+
+    def profile(eps):
+        mantissa, exponent = math.frexp(delta * math.exp(-rate * (eps - root)))
+        return math.ldexp(round(mantissa / grain) * grain, exponent)
+
+    assume(rate * root <= 600.0)
+    evaluate, calls = _counted(profile)
+    lo, hi = _bracket_crossing(evaluate, delta)
+    assert hi in calls and len(calls) <= 60, len(calls)
+    if hi == 0.0:
+        assert lo == 0.0 and profile(0.0) <= delta
+        return
+    assert lo in calls and profile(lo) > delta >= profile(hi)
+    assert hi - lo <= 1e-13 * hi
+
+
+def test_bracket_crossing_closes_at_an_evaluated_end_in_one_step():
+    """One run of sigma 2, q 1e-4 at delta 1e-5: the secant lands on a point whose upper delta is exactly 1e-5, so
+    every later secant proposes that point again. The search then tries just inside it, which closes the bracket:
+    11 evaluations (23 when the search bisected up to that end; 15 instead of 27 for the whole epsilon interval)."""
+    fa = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=2.0), 1e-4))
+    core = fa._one_run()
+    evaluate, calls = _counted(lambda e: fa._one_run_delta(core, e).upper)
+    from dpledger.accountants.fourier_accountant import _bracket_crossing
+
+    lo, hi = _bracket_crossing(evaluate, 1e-5)
+    assert fa._one_run_delta(core, lo).upper > 1e-5 >= fa._one_run_delta(core, hi).upper
+    assert hi - lo <= 1e-13 * hi
+    assert len(calls) <= 12, len(calls)
