@@ -159,6 +159,14 @@ def _check_truncation(log_trunc, tolerance, terms, max_terms, step, log_sup):
         )
 
 
+def _log_geometric_tail(log_m, gap_period):
+    """``log M - G - log(1 - e^-G)`` (``G = gap_period > 0``): the log of an aliasing bound summed over its
+    periods, ``M sum_(j >= 1) e^(-j G)``, raised by the rounding of its parts (``8u`` of each magnitude)."""
+    log_geometric = np.log(-np.expm1(-gap_period))
+    base = log_m - gap_period - log_geometric
+    return base + 8.0 * _EPS * (np.abs(log_m) + gap_period + np.abs(log_geometric) + 4.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class InversionPlan:
     """Contour and grid of one inversion: damping ``kappa``, period ``period`` (step ``2 pi / period``),
@@ -318,24 +326,16 @@ class InversionPlan:
         """``(k', log M(k') - (k' - kappa) T - log(1 - e^(-(k' - kappa) T)))`` over :attr:`kappa_tail`: the upper
         aliasing bound's log less ``k' eps`` (:func:`_log_upper_aliasing`), raised by the rounding of its parts (a
         few ulps of their magnitudes: ``8 u`` of each, and of the ``k' eps`` added at each epsilon)."""
-        tails, log_m = self.kappa_tail, self.log_m_tail
-        gap_period = (tails - self.kappa) * self.period
-        log_geometric = np.log(-np.expm1(-gap_period))
-        base = log_m - gap_period - log_geometric
-        base = base + 8.0 * _EPS * (np.abs(log_m) + gap_period + np.abs(log_geometric) + 4.0)
-        return tails, base
+        tails = self.kappa_tail
+        return tails, _log_geometric_tail(self.log_m_tail, (tails - self.kappa) * self.period)
 
     @functools.cached_property
     def complement_parts(self) -> tuple[np.ndarray, np.ndarray]:
         """``(b, log M(-1 - b) - (kappa + 1 + b) T - log(1 - e^(-(kappa + 1 + b) T)))`` over :attr:`complement_tails`:
         the log of the lower aliasing remainder's bound less ``(1 + b) eps`` (:func:`_lower_aliasing`), raised by
         the rounding of its parts (``8u`` of each, as :attr:`aliasing_parts`)."""
-        orders, log_m = self.complement_tails, self.log_m_complement
-        gap_period = (self.kappa + 1.0 + orders) * self.period
-        log_geometric = np.log(-np.expm1(-gap_period))
-        base = log_m - gap_period - log_geometric
-        base = base + 8.0 * _EPS * (np.abs(log_m) + gap_period + np.abs(log_geometric) + 4.0)
-        return orders, base
+        orders = self.complement_tails
+        return orders, _log_geometric_tail(self.log_m_complement, (self.kappa + 1.0 + orders) * self.period)
 
     @functools.cached_property
     def contour_parts(self) -> tuple[np.ndarray, np.ndarray]:
