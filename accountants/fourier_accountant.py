@@ -532,13 +532,14 @@ class FourierAccountant:
     def _inverted(self, search, *args, delta=None):
         """``search(directions, *args, **settings)``; for proven enclosures (the subsampled Gaussian), which cost
         little more at large tilts, a failure at the usual damping cap is retried at ``MAX_DAMPING_ENCLOSED``: far
-        below the saddle point the terms' rounding can swamp a small delta (long, lightly subsampled ledgers)."""
+        below the saddle point the terms' rounding can swamp a small delta (long, lightly subsampled ledgers). Not
+        where every deciding direction was short of nodes below the cap (``AccuracyError.short_of_nodes``)."""
         settings = self._settings()
         try:
             return search(self._directions(delta), *args, **settings)
         except AccuracyError as error:
-            if not self.certified or settings["max_damping"] >= MAX_DAMPING_ENCLOSED:
-                raise
+            if not self.certified or settings["max_damping"] >= MAX_DAMPING_ENCLOSED or error.short_of_nodes:
+                raise  # (short of nodes below the cap: a larger cap would repeat the same plans)
             first = error.proven
         try:
             return search(self._directions(delta), *args, **{**settings, "max_damping": MAX_DAMPING_ENCLOSED})

@@ -251,3 +251,55 @@ def test_delta_of_the_long_ledger_joins_the_buckets_with_the_failed_search():
     tight = cut.delta_bounds(eps)
     assert cut._derived["path"] == "inversion" and tight.upper - tight.lower <= 1e-6 * tight.upper
     assert max(tight.lower, combined.lower) <= min(tight.upper, combined.upper) and tight.lower <= DELTA
+
+
+def test_a_search_short_of_nodes_stops_and_the_buckets_answer_within_the_exact_profile(monkeypatch):
+    """sigma 0.6, q 1e-4, 2 runs: the characteristic function barely decays, so every plan of the epsilon searches
+    has the most nodes allowed (2^20) and still misses rtol. After the shortened first plan and the one made at its
+    certified upper epsilon, the search stops (``ShortOfNodes``: more plans can only repeat them) and no search is
+    repeated at the larger damping cap: 4 plans of 2^20 nodes in all (2 for the search, 2 narrowing the buckets'
+    interval), where 17 were made (18 s). The interval stays proven: the exact two-run profile (mpmath) is at most
+    delta at its upper end and above it at its lower end."""
+    from tests.oracles import privacy_profiles as pp
+
+    made = []
+    real_make_plan = search.make_plan
+
+    def counting(*args, **kwargs):
+        plan = real_make_plan(*args, **kwargs)
+        made.append(plan.terms)
+        return plan
+
+    monkeypatch.setattr(search, "make_plan", counting)
+    acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(0.6), 1e-4), 2)
+    b = acc.epsilon_bounds(DELTA)
+    assert sum(terms >= 1 << 20 for terms in made) <= 4, made
+    assert acc._derived["path"] in ("buckets", "buckets+inversion")
+    assert pp.subsampled_gaussian_profile(b.upper, 1e-4, 0.6, 2, dps=20) <= DELTA
+    assert pp.subsampled_gaussian_profile(b.lower, 1e-4, 0.6, 2, dps=20) > DELTA
+
+
+def test_short_of_nodes_marks_the_error_and_the_accountant_does_not_retry_at_the_larger_cap(monkeypatch):
+    """The flag that spares the retry: a failure made only of ``ShortOfNodes`` directions sets
+    ``AccuracyError.short_of_nodes``; any other failure message does not; and ``FourierAccountant._inverted`` then
+    re-raises at once (one search, not two)."""
+    failed = Bounds(0.001, 0.002, 0.002)
+    monkeypatch.setattr(search, "coarse_chernoff_epsilon", lambda *a, **k: (1.0, 1.0))
+    for failure, flagged in ((search.ShortOfNodes("short"), True), ("rounding", False)):
+        monkeypatch.setattr(search, "direction_epsilon_bounds", lambda *a, f=failure, **k: (failed, f))
+        with pytest.raises(AccuracyError) as info:
+            search.max_epsilon_bounds([(Direction.REMOVE, None, None)], math.log(DELTA), rtol=1e-6, max_terms=64,
+                                      max_damping=64.0)
+        assert info.value.short_of_nodes is flagged and info.value.proven == failed
+    calls = []
+
+    def short(directions, *args, **settings):
+        calls.append(settings["max_damping"])
+        error = AccuracyError("short")
+        error.short_of_nodes = True
+        raise error
+
+    acc = _ledger(10)
+    with pytest.raises(AccuracyError):
+        acc._inverted(short, math.log(DELTA))
+    assert calls == [acc._settings()["max_damping"]]
