@@ -258,9 +258,10 @@ def direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_
                                        max_damping=max_damping, floor=floor, chernoff=chernoff, on_plan=on_plan)
     except TruncationLimit as exc:
         upper = _chernoff_delta_upper(chernoff[0], _left_out(lm))
-        return Bounds(0.0, upper, upper), (
-            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): {exc}; "
-            "RDPAccountant answers such ledgers (looser).")
+        message = (f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): {exc}; "
+                   "RDPAccountant answers such ledgers (looser).")
+        # below the damping cap, a larger cap would make the same plan (ShortOfNodes)
+        return Bounds(0.0, upper, upper), ShortOfNodes(message) if chernoff[1] < max_damping * (1.0 - 1e-9) else message
 
 
 def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max_damping, floor=0.0,
@@ -337,11 +338,14 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
         if bounds.estimate <= 0.0 or tolerance <= rtol * bounds.estimate / 16:
             break
         tolerance = rtol * bounds.estimate / 16
-    return bounds, (
+    message = (
         f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): "
         f"bounds {tuple(bounds)} with damping {plan.kappa:.4g}, period {plan.period:.4g}, "
         f"{errors['nodes']} nodes (max_terms={max_terms}); errors {errors}. {hint(errors)}"
     )
+    if _short_of_nodes(plan, epsilon, tolerance, max_terms) and plan.kappa < max_damping * (1.0 - 1e-9):
+        return bounds, ShortOfNodes(message)  # a larger damping cap would make the same plans
+    return bounds, message
 
 
 #: A plan at the damping cap is not tried where a Chernoff bound beyond the cap is below ``e^-60`` of the one at the
@@ -453,9 +457,10 @@ def max_delta_bounds(directions, epsilon, *, rtol, max_terms, max_damping, mirro
         floor = max(floor, bounds.lower)
     result = Bounds(*(max(getattr(b, f) for b in parts) for f in ("lower", "estimate", "upper")))
     if not _within(result, rtol) and result.upper > 0.0:
-        raise _with_proven(AccuracyError(" ".join(failures) or (
-            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol}: bounds {tuple(result)}.")),
-            parts, "delta")
+        error = AccuracyError(" ".join(failures) or (
+            f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol}: bounds {tuple(result)}."))
+        error.short_of_nodes = bool(failures) and all(isinstance(failure, ShortOfNodes) for failure in failures)
+        raise _with_proven(error, parts, "delta")
     return result
 
 
@@ -637,10 +642,10 @@ def direction_epsilon_bounds(lm, sup, log_delta, direction, *, rtol, max_terms, 
                                          max_damping=max_damping, floor=floor, bracket=bracket, on_plan=on_plan)
     except TruncationLimit as exc:
         upper = _chernoff_epsilon_upper(bracket[0])
-        return Bounds(0.0, upper, upper), (
-            f"FourierAccountant could not certify epsilon at delta={float(np.exp(log_delta))} to rtol={rtol} "
-            f"({direction.value}): "
-            f"{exc}; RDPAccountant answers such ledgers (looser).")
+        message = (f"FourierAccountant could not certify epsilon at delta={float(np.exp(log_delta))} to rtol={rtol} "
+                   f"({direction.value}): {exc}; RDPAccountant answers such ledgers (looser).")
+        # below the damping cap, a larger cap would make the same plan (ShortOfNodes)
+        return Bounds(0.0, upper, upper), ShortOfNodes(message) if bracket[1] < max_damping * (1.0 - 1e-9) else message
 
 
 #: A later direction whose coarse Chernoff epsilon exceeds the floor by more than this factor (its best within the

@@ -748,8 +748,8 @@ class FourierAccountant:
                     result = max_delta_bounds(self._directions(guess), epsilon, mirrored=True, **self._settings())
                 except AccuracyError as error:
                     proven = error.proven
-                    if proven is None or not 0.0 < proven.lower < guess:
-                        break
+                    if proven is None or not 0.0 < proven.lower < guess or error.short_of_nodes:
+                        break  # (short of nodes: a cut for a smaller guess leaves the same slow decay)
                     guess = proven.lower
                     continue
                 except NumericalError:
