@@ -29,6 +29,7 @@ from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 from dpledger.mechanisms import subsampled_gaussian_cf as cf
 from dpledger.mechanisms.errors import NumericalError
 from dpledger.mechanisms.relations import Direction
+from tests.accountants._plan_spy import record_plan_terms
 
 DELTA = 1e-5
 #: steps -> (optimistic, pessimistic) dp_accounting PLD epsilon at discretisation 1e-5 (module docstring).
@@ -262,15 +263,7 @@ def test_a_search_short_of_nodes_stops_and_the_buckets_answer_within_the_exact_p
     delta at its upper end and above it at its lower end."""
     from tests.oracles import privacy_profiles as pp
 
-    made = []
-    real_make_plan = search.make_plan
-
-    def counting(*args, **kwargs):
-        plan = real_make_plan(*args, **kwargs)
-        made.append(plan.terms)
-        return plan
-
-    monkeypatch.setattr(search, "make_plan", counting)
+    made = record_plan_terms(monkeypatch, search)
     acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(0.6), 1e-4), 2)
     b = acc.epsilon_bounds(DELTA)
     assert sum(terms >= 1 << 20 for terms in made) <= 4, made
@@ -311,15 +304,7 @@ def test_a_delta_query_short_of_nodes_stops_and_contains_the_exact_profile(monke
     of 2^20 nodes, where 8 were made (6.9 s -> 3.9 s). The buckets' interval contains the exact profile (mpmath)."""
     from tests.oracles import privacy_profiles as pp
 
-    made = []
-    real_make_plan = search.make_plan
-
-    def counting(*args, **kwargs):
-        plan = real_make_plan(*args, **kwargs)
-        made.append(plan.terms)
-        return plan
-
-    monkeypatch.setattr(search, "make_plan", counting)
+    made = record_plan_terms(monkeypatch, search)
     epsilon = 0.0030509290493241333
     b = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(0.6), 1e-4), 2).delta_bounds(epsilon)
     assert sum(terms >= 1 << 20 for terms in made) <= 4, made

@@ -16,6 +16,7 @@ from dpledger.mechanisms import (
     RandomizedResponse,
     subsampled_laplace_cf,
 )
+from tests.accountants._plan_spy import record_plan_terms
 from tests.oracles import privacy_profiles as pp
 from tests.oracles import subsampled_laplace as oracle
 
@@ -181,15 +182,7 @@ def test_a_split_search_short_of_nodes_stops_after_one_round(monkeypatch):
     split search has the most nodes allowed and still misses its tolerance, so planning again (a nearby epsilon, a
     tighter tolerance) cannot help: one plan per direction, then the fallback answers (before: two rounds here,
     four of 2^20 nodes each at the default max_terms, 11 s)."""
-    sizes = []
-    original = search._split_plan
-
-    def spy(*args, **kwargs):
-        plan = original(*args, **kwargs)
-        sizes.append(plan.terms)
-        return plan
-
-    monkeypatch.setattr(search, "_split_plan", spy)
+    sizes = record_plan_terms(monkeypatch, search, "_split_plan")
     acc = FourierAccountant(max_terms=1 << 17)
     acc.compose(RandomizedResponse(p=0.69), 1000)
     acc.compose(PoissonSubsampled(LaplaceMechanism(scale=3.8), 0.0021), 30)
