@@ -106,13 +106,15 @@ class AccuracyError(DPLedgerError):
 
 
 class ShortOfNodes(str):
-    """The failure message of a direction whose epsilon search stopped because its plan had all the nodes it may
-    have (``max_terms``), its truncation bound at the certified upper epsilon still above the tolerance
-    (:func:`_short_of_nodes`), at a damping below the search's cap: no other plan of that search could meet
-    ``rtol`` (more nodes are not allowed; a tighter tolerance or a larger cap only lengthens the period or repeats
-    the plan). Few runs of little noise and a small sampling probability (sigma 0.6, q 1e-4, 2 runs), whose
-    characteristic function barely decays, took four such plans of 2^20 nodes per direction, and the accountant
-    then repeated them at a larger damping cap, 18 s before the privacy buckets answered."""
+    """The failure message of a direction's epsilon or delta search that ended short of nodes at a damping below
+    the search's cap: its last plan had all the nodes it may have (``max_terms``) with its truncation bound still
+    above the tolerance (:func:`_short_of_nodes`; for an epsilon search, at its certified upper epsilon, and it
+    stops there), or a plan hit its truncation limit (:class:`TruncationLimit`). No other plan of that search could
+    meet ``rtol``: more nodes are not allowed, and a tighter tolerance or a larger damping cap only lengthens the
+    period or repeats the plan, so :class:`AccuracyError` says so (``short_of_nodes``) and the accountant does not
+    search again at a larger cap. Few runs of little noise and a small sampling probability (sigma 0.6, q 1e-4, 2
+    runs), whose characteristic function barely decays, took four plans of 2^20 nodes per direction, all repeated at
+    the larger cap: 18 s before the privacy buckets answered the epsilon query."""
 
 
 #: Tries of :func:`_bracket_below` (each step four times the last).

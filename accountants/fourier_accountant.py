@@ -1028,7 +1028,7 @@ def _bracket_crossing(evaluate, delta, start=1.0, below=None):
             x = max(hi - 2.0 * (hi - x), 0.5 * (lo + x))
         # where the secant lands on an end or within the tolerance of it (there the evaluated curve crosses delta
         # within its rounding), a step just inside that end closes the bracket instead of a run of bisections
-        # creeping up to it (one run of sigma 2, q 1e-4: 23 evaluations -> 10); at most twice, since on a curve
+        # creeping up to it (one run of sigma 2, q 1e-4: 23 evaluations -> 11); at most twice, since on a curve
         # the secant models badly (nearly flat) such steps would only nibble at the bracket
         margin = 0.4e-13 * hi
         if nudges and math.isfinite(x) and not lo + margin <= x <= hi - margin:
