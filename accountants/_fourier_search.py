@@ -339,6 +339,8 @@ def _direction_delta_bounds(lm, sup, epsilon, direction, *, rtol, max_terms, max
             return bounds, None
         if bounds.estimate <= 0.0 or tolerance <= rtol * bounds.estimate / 16:
             break
+        if _short_of_nodes(plan, epsilon, tolerance, max_terms):
+            break  # every node allowed and short of this tolerance: a tighter one cannot add nodes
         tolerance = rtol * bounds.estimate / 16
     message = (
         f"FourierAccountant could not certify delta({epsilon}) to rtol={rtol} ({direction.value}): "
