@@ -1,0 +1,82 @@
+"""Few runs of little noise and a small sampling probability (issue 14, item 2): the corner where the
+characteristic function barely decays, Fourier inversion cannot reach ``rtol`` with ``max_terms`` nodes, and the
+privacy buckets answer. Each query once, in this warm process (the cells take seconds, not milliseconds):
+
+* dpledger: ``FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), runs)``, a fresh
+  accountant per query; ``epsilon_bounds(1e-5)``, then ``delta_bounds`` at that upper epsilon on another fresh
+  accountant; the interval, its width relative to its upper end, the path the report names (``inversion``,
+  ``buckets`` or ``buckets+inversion``) and the wall and CPU time;
+* dp_accounting's ``PLDAccountant()`` (default discretisation, pessimistic) on the same ledger, same queries, its
+  wall time.
+
+Run: ``python -m benchmarks.bench_fourier_few_runs``. Prints a markdown section for benchmarks/RESULTS.md.
+"""
+
+import time
+import warnings
+
+from benchmarks._common import Section, machine_description, markdown_table, optional_import
+from dpledger.accountants import FourierAccountant
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+
+DELTA = 1e-5
+#: (sigma, q, runs): the corner, and one cell next to it that inversion reaches.
+CELLS = ((0.6, 1e-4, 2), (0.6, 1e-4, 3), (0.5, 3e-4, 2), (0.6, 1e-3, 2))
+
+
+def _ledger(sigma, q, runs):
+    return FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), count=runs)
+
+
+def _timed(call):
+    start, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    return result, time.perf_counter() - start, time.process_time() - cpu
+
+
+def _pld(sigma, q, runs, dp_accounting):
+    acc = dp_accounting.pld.PLDAccountant()
+    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), runs)
+    return acc
+
+
+def run():
+    dp_accounting = optional_import("dp_accounting")
+    rows = []
+    for sigma, q, runs in CELLS:
+        eps_acc = _ledger(sigma, q, runs)
+        eps, eps_wall, eps_cpu = _timed(lambda: eps_acc.epsilon_bounds(DELTA))
+        delta_acc = _ledger(sigma, q, runs)
+        delta, delta_wall, delta_cpu = _timed(lambda: delta_acc.delta_bounds(eps.upper))
+        row = [sigma, q, runs, f"[{eps.lower:.8g}, {eps.upper:.8g}]", f"{(eps.upper - eps.lower) / eps.upper:.1e}",
+               eps_acc._derived.get("path", ""), f"{eps_wall:.2f}", f"{eps_cpu:.2f}",
+               f"[{delta.lower:.7g}, {delta.upper:.7g}]", delta_acc._derived.get("path", ""), f"{delta_wall:.2f}",
+               f"{delta_cpu:.2f}"]
+        if dp_accounting is not None:
+            pld_eps, pld_eps_wall, _ = _timed(lambda: _pld(sigma, q, runs, dp_accounting).get_epsilon(DELTA))
+            pld_delta, pld_delta_wall, _ = _timed(lambda: _pld(sigma, q, runs, dp_accounting).get_delta(eps.upper))
+            row += [f"{pld_eps:.8g}", f"{pld_eps_wall:.2f}", f"{pld_delta:.7g}", f"{pld_delta_wall:.2f}"]
+        else:
+            row += ["-"] * 4
+        rows.append(row)
+        print(*row, sep=" | ", flush=True)
+    headers = ["sigma", "q", "runs", "dpledger epsilon interval", "relative width", "epsilon path", "epsilon s",
+               "epsilon CPU s", "dpledger delta interval at its upper epsilon", "delta path", "delta s",
+               "delta CPU s", "PLD default epsilon", "PLD epsilon s", "PLD default delta", "PLD delta s"]
+    body = "\n".join([
+        f"Command: `python -m benchmarks.bench_fourier_few_runs`; epsilon at delta = {DELTA:g}, then delta at "
+        "dpledger's upper epsilon; one fresh accountant per query, each query once (warm process).",
+        "",
+        markdown_table(headers, rows),
+        "",
+        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
+    ])
+    return [Section("Fourier: few runs of little noise and a small sampling probability", body)]
+
+
+if __name__ == "__main__":
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for section in run():
+            print()
+            print(section.markdown())
