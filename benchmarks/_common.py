@@ -26,6 +26,7 @@ __all__ = [
     "format_seconds",
     "load_average",
     "machine_description",
+    "machine_line",
     "markdown_table",
     "missing_peer_note",
     "optional_import",
@@ -155,6 +156,11 @@ def machine_description():
     for dist in PEERS:
         rows.append((dist, _version(dist) or f"not installed (`{INSTALL_HINT}`)"))
     return rows
+
+
+def machine_line():
+    """``"Machine: what value; ..."``: :func:`machine_description` on one line, as the sections end."""
+    return "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description())
 
 
 # -------------------------------------------------------------------------------------------------- timing

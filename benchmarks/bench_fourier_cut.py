@@ -14,7 +14,7 @@ benchmarks/RESULTS.md.
 
 import time
 
-from benchmarks._common import Section, machine_description, markdown_table
+from benchmarks._common import Section, machine_line, markdown_table
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled, subsampled_body
 
@@ -74,7 +74,7 @@ def run():
                      + (f", slower in {len(s_)} (ratios {min(s_):.2f}-{max(s_):.2f})" if s_ else "") + ".")
     lines += ["", "Intervals that do not meet (a bug if any): "
               + (", ".join(f"{c}" for c in disjoint) if disjoint else "none") + ".", "",
-              "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description())]
+              machine_line()]
     flags = tuple(f"cut and whole-law intervals do not meet at (steps, sigma, q) = {c}" for c in disjoint)
     return [Section("Fourier: where cutting the remove direction's tail pays (CUT_MAX_SAMPLING)",
                     "\n".join(lines), flags=flags)]

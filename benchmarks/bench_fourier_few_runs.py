@@ -15,7 +15,7 @@ Run: ``python -m benchmarks.bench_fourier_few_runs``. Prints a markdown section 
 import time
 import warnings
 
-from benchmarks._common import Section, machine_description, markdown_table, optional_import
+from benchmarks._common import Section, machine_line, markdown_table, optional_import, render_sections
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
@@ -69,7 +69,7 @@ def run():
         "",
         markdown_table(headers, rows),
         "",
-        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
+        machine_line(),
     ])
     return [Section("Fourier: few runs of little noise and a small sampling probability", body)]
 
@@ -77,6 +77,6 @@ def run():
 if __name__ == "__main__":
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for section in run():
-            print()
-            print(section.markdown())
+        sections = run()
+    print()
+    print(render_sections(sections))

@@ -25,7 +25,7 @@ import math
 import time
 import warnings
 
-from benchmarks._common import Section, machine_description, markdown_table, optional_import
+from benchmarks._common import Section, machine_line, markdown_table, optional_import
 from dpledger.accountants import FourierAccountant, RDPAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
@@ -179,7 +179,7 @@ def run(quick=False):
         "",
         markdown_table(headers, rows),
         "",
-        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
+        machine_line(),
     ]
     title = "Fourier grid (issue 14): every subsampled-Gaussian cell, labels and time against dp_accounting PLD"
     return [Section(title, "\n".join(lines))]

@@ -14,7 +14,7 @@ Run: ``python -m benchmarks.bench_fourier_laplace``. Prints a markdown section f
 import statistics
 import warnings
 
-from benchmarks._common import Section, machine_description, markdown_table, optional_import, time_call
+from benchmarks._common import Section, machine_line, markdown_table, optional_import, time_call
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import LaplaceMechanism, PureDPMechanism, RandomizedResponse
 
@@ -122,7 +122,7 @@ def run():
         "",
         markdown_table(headers, rows),
         "",
-        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
+        machine_line(),
     ]
     return Section("Fourier: Laplace and two-point ledgers against dp_accounting PLD", "\n".join(lines))
 

@@ -13,7 +13,7 @@ benchmarks/RESULTS.md.
 
 import time
 
-from benchmarks._common import Section, machine_description, markdown_table, optional_import, quiet
+from benchmarks._common import Section, machine_line, markdown_table, optional_import, quiet
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
@@ -68,7 +68,7 @@ def run():
         "",
         markdown_table(headers, rows),
         "",
-        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
+        machine_line(),
     ])
     return [Section("Fourier against PLD at matched accuracy (issue 14)", body)]
 

@@ -14,7 +14,7 @@ Run: ``python -m benchmarks.bench_fourier_narrow``. Prints two markdown sections
 import statistics
 import warnings
 
-from benchmarks._common import Section, machine_description, markdown_table, optional_import, time_call
+from benchmarks._common import Section, machine_line, markdown_table, optional_import, time_call
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
@@ -99,7 +99,7 @@ def _section(query):
         "",
         markdown_table(headers, rows),
         "",
-        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
+        machine_line(),
     ]
     title = "Fourier grid, narrow cells: median of repeated fresh calls against dp_accounting PLD"
     return Section(title if query == "epsilon" else title + " (delta queries)", "\n".join(lines))

@@ -16,7 +16,7 @@ import statistics
 import time
 import warnings
 
-from benchmarks._common import Section, machine_description, markdown_table, optional_import, time_call
+from benchmarks._common import Section, machine_line, markdown_table, optional_import, time_call
 from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import LaplaceMechanism, PoissonSubsampled
 
@@ -89,7 +89,7 @@ def run():
         "",
         markdown_table(headers, rows),
         "",
-        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description()),
+        machine_line(),
     ]
     return Section("Fourier: Poisson-subsampled Laplace against dp_accounting PLD", "\n".join(lines))
 

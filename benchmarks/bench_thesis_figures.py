@@ -40,7 +40,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from benchmarks._common import (
-    machine_description,
+    machine_line,
     markdown_table,
     missing_peer_note,
     optional_import,
@@ -916,7 +916,7 @@ def run(quick=False):
         "",
     ]
     text = "\n\n".join(["\n".join(head)] + sections + [
-        "Machine: " + "; ".join(f"{what} {value}" for what, value in machine_description())]) + "\n"
+        machine_line()]) + "\n"
     RESULTS_MD.write_text(text, encoding="utf-8")
     print(text)
     return text
