@@ -88,7 +88,7 @@ def test_a_wrong_taylor_order_is_caught():
 
 
 @pytest.mark.parametrize("a, g, sigma, v0", [(1.3, 1e-3, 2.0, 3000.0), (-0.4, 1e-3, 2.0, 3000.0),
-                                             (2.0, 1e-4, 1.0, 5000.0)])
+                                             pytest.param(2.0, 1e-4, 1.0, 5000.0, marks=pytest.mark.long_oracle)])
 def test_enclosure_on_the_fft_path_contains_the_mpmath_value(a, g, sigma, v0, monkeypatch):
     """An evenly spaced block of frequencies large enough for the FFT path, both signs (the add direction's
     nodes decrease): the enclosure holds where mpmath checks it."""

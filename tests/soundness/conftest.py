@@ -1,8 +1,8 @@
 """The soundness harness's budget and its case counts (issue 12 item 5).
 
-``--soundness-long`` (declared in tests/conftest.py) multiplies every example budget by 25; with the environment
-variable ``DPLEDGER_SOUNDNESS_COUNTS=path.json`` the cases checked per family are written there at the end of the
-session (``benchmarks/bench_soundness.py`` uses it for benchmarks/RESULTS.md).
+``--soundness-long`` (declared and read in tests/conftest.py) multiplies every example budget by 25; with the
+environment variable ``DPLEDGER_SOUNDNESS_COUNTS=path.json`` the cases checked per family are written there at the end
+of the session (``benchmarks/bench_soundness.py`` uses it for benchmarks/RESULTS.md).
 """
 
 import json
@@ -11,10 +11,6 @@ import os
 import pytest
 
 from tests.soundness import _cases
-
-
-def pytest_configure(config):
-    _cases.LONG = bool(config.getoption("--soundness-long", default=False))
 
 
 @pytest.fixture(scope="session", autouse=True)
