@@ -89,6 +89,7 @@ from dpledger.accountants._fourier_search import (  # AccuracyError (and COMPLEM
     split_delta_bounds,
     split_epsilon_bounds,
 )
+from dpledger.accountants._roots import bracket_crossing
 from dpledger.accountants.fourier_inversion import (
     MAX_DAMPING,
     MAX_DAMPING_CLOSED_FORM,
@@ -101,12 +102,14 @@ from dpledger.accountants.privacy_buckets import BucketLedger
 from dpledger.accountants.report import BoundKind, PrivacyReport
 from dpledger.accountants.risk import tradeoff_lower_bound
 from dpledger.accountants.two_point_ledger import MAX_ATOMS, LedgerMax, TwoPointLedger, enumerated_outcomes
+from dpledger.accountants.two_runs import TwoRunLedger
 from dpledger.mechanisms import _logmath, _tilts, _validate, closed_form_enclosures, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import composed_delta
 from dpledger.mechanisms.errors import EstimateWarning, MissingCapabilityError, NumericalError
 from dpledger.mechanisms.relations import Direction, NeighboringRelation
 from dpledger.mechanisms.subsampled import PoissonSubsampled
+from dpledger.mechanisms.subsampled_gaussian_two_runs import TwoSubsampledGaussians
 
 __all__ = ["FourierAccountant", "AccuracyError"]
 
@@ -649,6 +652,16 @@ class FourierAccountant:
         core = self._cores[original][0]
         return core if n == 1 and core.has_exact_profile else None
 
+    def _two_runs(self):
+        """The ledger's :class:`accountants.two_runs.TwoRunLedger` if it is two runs of Poisson-subsampled Gaussians
+        (:meth:`~mechanisms.base.Mechanism.poisson_gaussian_parameters`), else None; kept until the ledger changes."""
+        if "two_runs" not in self._derived:
+            runs = [(self._cores[m][0].poisson_gaussian_parameters(), n) for m, n in self._entries.items()]
+            pairs = [p for p, n in runs for _ in range(n)] if sum(n for _, n in runs) == 2 else []
+            usable = len(pairs) == 2 and all(p is not None and p[0] <= TwoSubsampledGaussians.MAX_MU for p in pairs)
+            self._derived["two_runs"] = TwoRunLedger(*pairs) if usable else None
+        return self._derived["two_runs"]
+
     def _one_run_delta(self, core, epsilon):
         parts = [core.delta_bounds_one_run(epsilon, d) for d in Direction]
         lower, upper = max(p[0] for p in parts), max(p[1] for p in parts)
@@ -676,12 +689,12 @@ class FourierAccountant:
         """Root search on the proven ends of the one-run profile: ``upper`` is an epsilon whose upper delta was
         evaluated at most ``delta`` (so the exact epsilon is at most it), ``lower`` one whose lower delta was
         evaluated above ``delta`` (so the exact epsilon exceeds it). Only evaluated points become ends, so how the
-        next point is chosen (:func:`_bracket_crossing`) does not affect the proof."""
-        upper_lo, upper = _bracket_crossing(lambda e: self._one_run_delta(core, e).upper, delta)
+        next point is chosen (:func:`accountants._roots.bracket_crossing`) does not affect the proof."""
+        upper_lo, upper = bracket_crossing(lambda e: self._one_run_delta(core, e).upper, delta)
         upper = min(upper, self.pure_epsilon())
         start = upper if math.isfinite(upper) and upper > 0.0 else 1.0
         # the two curves are within rounding of each other: the lower crossing lies just under the upper one
-        lower = _bracket_crossing(lambda e: self._one_run_delta(core, e).lower, delta, start=start,
+        lower = bracket_crossing(lambda e: self._one_run_delta(core, e).lower, delta, start=start,
                                   below=start * (1.0 - 1e-9))[0]
         return Bounds(min(lower, upper), upper, upper)
 
@@ -691,6 +704,18 @@ class FourierAccountant:
         one = self._one_run()
         if one is not None:
             return self._one_run_delta(one, epsilon)
+        two = self._two_runs()
+        if two is not None:
+            lower, upper = two.delta_bounds(epsilon, self._rtol)
+            if upper - lower <= self._rtol * upper:
+                return Bounds(lower, upper, upper)
+            self._derived["two_runs"] = None  # as for epsilon: the other paths too, both intervals kept
+            try:
+                other = self._core_delta_bounds(epsilon)
+            finally:
+                self._derived["two_runs"] = two
+            lower, upper = max(lower, other.lower), min(upper, other.upper)
+            return Bounds(min(lower, upper), upper, upper)
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.delta_bounds(epsilon)
@@ -831,6 +856,22 @@ class FourierAccountant:
         one = self._one_run()
         if one is not None:
             return self._one_run_epsilon(one, delta)
+        two, two_bounds = self._two_runs(), None
+        if two is not None:
+            lower, upper = two.epsilon_bounds(delta, self._rtol)
+            upper = min(upper, self.pure_epsilon())
+            two_bounds = Bounds(min(lower, upper), upper, upper)
+            if upper - lower <= self._rtol * upper:
+                return two_bounds
+            # a delta near the float64 floor (the cells' masses are bounded by 1e-300 below that): the other paths
+            # too, and both intervals kept
+            self._derived["two_runs"] = None
+            try:
+                other = self._core_epsilon_bounds(delta)
+            finally:
+                self._derived["two_runs"] = two
+            lower, upper = max(two_bounds.lower, other.lower), min(two_bounds.upper, other.upper)
+            return Bounds(min(lower, upper), upper, upper)
         lattice = self._two_point_lattice()
         if lattice is not None:
             return lattice.epsilon_bounds(delta, self.pure_epsilon())
@@ -904,6 +945,10 @@ class FourierAccountant:
             return ("exact privacy profile of the single run (Poisson subsampling: thesis Thm 3.3.5's pairs, whose "
                     "hockey-stick divergences are the base's at a transformed epsilon; the analytic Gaussian, Balle "
                     "& Wang 2018, Thm 8; the Laplace pair's 1 - e^((eps - t)/2)), float64 rounding bounded")
+        if self._two_runs() is not None:
+            return ("two runs of Poisson-subsampled Gaussians: the second run's exact privacy profile integrated "
+                    "against the first run's output law, cut into cells (chords above, Jensen's inequality below; "
+                    "accountants.two_runs), float64 rounding bounded")
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")
@@ -982,68 +1027,6 @@ def _intersect(a, b):
             f"FourierAccountant: proven intervals [{a.lower!r}, {a.upper!r}] and [{b.lower!r}, {b.upper!r}] of the "
             "same quantity do not meet; this is a bug, please report it with the ledger.")
     return Bounds(lower, min(max(a.estimate, lower), upper), upper)
-
-
-def _bracket_crossing(evaluate, delta, start=1.0, below=None):
-    """``(lo, hi)`` with ``evaluate(lo) > delta >= evaluate(hi)`` (``lo = hi = 0`` if ``evaluate(0) <= delta``;
-    ``hi = inf`` if no finite point meets it), ``hi - lo <= 1e-13 hi``, for a non-increasing ``evaluate``.
-
-    Secant steps on ``log evaluate - log delta`` (nearly linear near the crossing), overshooting after two
-    steps on one side, a bisection after two steps that each shrank the bracket by less than half, and every
-    secant landing on an end moved just inside it (twice at most): a dozen evaluations where bisection from ``[0,
-    1]`` took about fifty. ``below``, a point under ``start`` where the
-    crossing probably lies between them (the lower curve's, just under the upper curve's crossing): tried first,
-    as the bracket's lower end when ``evaluate`` exceeds ``delta`` there (a few evaluations instead of a dozen)."""
-    lo = None
-    if below is not None and 0.0 < below < start:
-        f_below = evaluate(below)
-        if f_below > delta:
-            lo, f_lo, hi = below, f_below, float(start)
-            f_hi = evaluate(hi)
-    if lo is None:
-        f0 = evaluate(0.0)
-        if f0 <= delta:
-            return 0.0, 0.0
-        lo, f_lo = 0.0, f0
-        hi = float(start)
-        f_hi = evaluate(hi)
-    while f_hi > delta:
-        lo, f_lo, hi = hi, f_hi, hi * 2.0
-        if hi > 1e300:
-            return lo, math.inf
-        f_hi = evaluate(hi)
-    log_delta = math.log(delta)
-
-    def gap(value):
-        return math.log(max(value, 1e-300)) - log_delta
-
-    g_lo, g_hi, kept, slow, nudges = gap(f_lo), gap(f_hi), 0, 0, 2
-    while hi - lo > 1e-13 * hi:
-        width = hi - lo
-        x = hi - g_hi * width / (g_hi - g_lo) if g_hi != g_lo and math.isfinite(g_hi - g_lo) else 0.5 * (lo + hi)
-        # after two steps on one side, overshoot by the last correction so that the next lands on the other side
-        if kept == -1:
-            x = min(lo + 2.0 * (x - lo), 0.5 * (x + hi))
-        elif kept == 1:
-            x = max(hi - 2.0 * (hi - x), 0.5 * (lo + x))
-        # where the secant lands on an end or within the tolerance of it (there the evaluated curve crosses delta
-        # within its rounding), a step just inside that end closes the bracket instead of a run of bisections
-        # creeping up to it (one run of sigma 2, q 1e-4: 23 evaluations -> 11); at most twice, since on a curve
-        # the secant models badly (nearly flat) such steps would only nibble at the bracket
-        margin = 0.4e-13 * hi
-        if nudges and math.isfinite(x) and not lo + margin <= x <= hi - margin:
-            x, nudges = min(max(x, lo + margin), hi - margin), nudges - 1
-        if slow >= 2 or not lo < x < hi:
-            x, slow = 0.5 * (lo + hi), 0
-        if x in (lo, hi):
-            break
-        value = evaluate(x)
-        if value <= delta:
-            hi, g_hi, kept = x, gap(value), (1 if kept >= 0 else 0)
-        else:
-            lo, g_lo, kept = x, gap(value), (-1 if kept <= 0 else 0)
-        slow = slow + 1 if hi - lo > 0.5 * width else 0
-    return lo, hi
 
 
 #: Relative enclosure error of one run of a subsampled Gaussian's transform, roughly (measured: 3.6e-8 for 10^6 runs,

@@ -1,11 +1,12 @@
 """Few runs of little noise and a small sampling probability (issue 14, item 2): the corner where the
-characteristic function barely decays, Fourier inversion cannot reach ``rtol`` with ``max_terms`` nodes, and the
-privacy buckets answer. Each query once, in this warm process (the cells take seconds, not milliseconds):
+characteristic function barely decays and Fourier inversion cannot reach ``rtol`` with ``max_terms`` nodes. Two runs
+take the exact second run (``accountants.two_runs``, path ``two runs``); three runs the privacy buckets and what
+inversion can add. Each query once, in this warm process:
 
 * dpledger: ``FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), runs)``, a fresh
   accountant per query; ``epsilon_bounds(1e-5)``, then ``delta_bounds`` at that upper epsilon on another fresh
-  accountant; the interval, its width relative to its upper end, the path the report names (``inversion``,
-  ``buckets`` or ``buckets+inversion``) and the wall and CPU time;
+  accountant; the interval, its width relative to its upper end, the path the report names (``two runs``,
+  ``inversion``, ``buckets`` or ``buckets+inversion``) and the wall and CPU time;
 * dp_accounting's ``PLDAccountant()`` (default discretisation, pessimistic) on the same ledger, same queries, its
   wall time.
 
@@ -20,12 +21,17 @@ from dpledger.accountants import FourierAccountant
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
 DELTA = 1e-5
-#: (sigma, q, runs): the corner, and one cell next to it that inversion reaches.
-CELLS = ((0.6, 1e-4, 2), (0.6, 1e-4, 3), (0.5, 3e-4, 2), (0.6, 1e-3, 2))
+#: (sigma, q, runs): the corner, and cells next to it that inversion reaches with three runs or more.
+CELLS = ((0.6, 1e-4, 2), (0.6, 1e-4, 3), (0.5, 3e-4, 2), (0.6, 1e-3, 2), (0.6, 1e-3, 3), (1.0, 1e-3, 2))
 
 
 def _ledger(sigma, q, runs):
     return FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), count=runs)
+
+
+def _path(acc):
+    """The path the report names: ``two runs`` (accountants.two_runs), else the inversion or buckets path."""
+    return "two runs" if acc._derived.get("two_runs") is not None else acc._derived.get("path", "")
 
 
 def _timed(call):
@@ -49,9 +55,9 @@ def run():
         delta_acc = _ledger(sigma, q, runs)
         delta, delta_wall, delta_cpu = _timed(lambda: delta_acc.delta_bounds(eps.upper))
         row = [sigma, q, runs, f"[{eps.lower:.8g}, {eps.upper:.8g}]", f"{(eps.upper - eps.lower) / eps.upper:.1e}",
-               eps_acc._derived.get("path", ""), f"{eps_wall:.2f}", f"{eps_cpu:.2f}",
-               f"[{delta.lower:.7g}, {delta.upper:.7g}]", delta_acc._derived.get("path", ""), f"{delta_wall:.2f}",
-               f"{delta_cpu:.2f}"]
+               _path(eps_acc), f"{eps_wall:.3f}", f"{eps_cpu:.3f}",
+               f"[{delta.lower:.7g}, {delta.upper:.7g}]", _path(delta_acc), f"{delta_wall:.3f}",
+               f"{delta_cpu:.3f}"]
         if dp_accounting is not None:
             pld_eps, pld_eps_wall, _ = _timed(lambda: _pld(sigma, q, runs, dp_accounting).get_epsilon(DELTA))
             pld_delta, pld_delta_wall, _ = _timed(lambda: _pld(sigma, q, runs, dp_accounting).get_delta(eps.upper))

@@ -405,6 +405,12 @@ class Mechanism(abc.ABC):
     #: Whether :meth:`delta_bounds_one_run` gives proven bounds on the exact privacy profile of one run.
     has_exact_profile = False
 
+    def poisson_gaussian_parameters(self) -> tuple[float, float] | None:
+        """``(mu, q)`` where this mechanism's dominating pairs are those of a Gaussian of inverse noise multiplier
+        ``mu`` Poisson-subsampled with probability ``0 < q < 1`` (thesis Thm 3.3.5), else None (the default). Ledgers
+        of two such runs have an exact second run (:mod:`mechanisms.subsampled_gaussian_two_runs`)."""
+        return None
+
     def delta_bounds_one_run(self, epsilon: float, direction: Direction) -> tuple[float, float]:
         """``(lower, upper)``, proven, of one run's exact ``delta(epsilon)`` in ``direction`` (the hockey-stick
         divergence ``H_(e^epsilon)(P || Q)`` of that direction's dominating pair, thesis Lemma 3.1.4), for

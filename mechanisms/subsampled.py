@@ -135,6 +135,12 @@ class PoissonSubsampled(Mechanism):
     def has_exact_profile(self) -> bool:
         return self.mechanism.has_exact_profile
 
+    def poisson_gaussian_parameters(self) -> tuple[float, float] | None:
+        """``(1 / noise multiplier, q)`` for a base whose loss is a Gaussian's, ``0 < q < 1``; else None."""
+        noise = self.mechanism.gaussian_loss_noise_multiplier()
+        q = self.sampling_probability
+        return (1.0 / noise, q) if noise is not None and 0.0 < q < 1.0 else None
+
     def delta_bounds_one_run(self, epsilon: float, direction: Direction) -> tuple[float, float]:
         """Exact profile of one run from the base's (proven bounds carried through the rounding):
 

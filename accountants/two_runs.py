@@ -1,0 +1,68 @@
+"""Ledgers of two runs of Poisson-subsampled Gaussians: epsilon and delta from the exact second run.
+
+:mod:`mechanisms.subsampled_gaussian_two_runs` bounds ``delta(eps)`` of such a composition on a grid of the first
+run's outputs, from above by chords and from below by Jensen's inequality, both of second order in the grid's
+cells. Here the grid is refined where it matters and the bounds are searched for epsilon:
+
+* delta at ``eps``: the grid refined at ``eps`` until the interval is within ``rtol`` of its upper end;
+* epsilon at ``delta``: a first crossing of the upper bound on the coarse grid, the grid refined there, then the
+  crossings of both bounds on it (:func:`accountants._roots.bracket_crossing`: ``upper`` is an epsilon whose upper
+  delta was evaluated at most ``delta``, ``lower`` one whose lower delta was evaluated above it), refined again at
+  the new upper end while the interval is wider than ``rtol``.
+
+Every grid gives proven bounds, so the tightest ends seen are kept; the grid only decides how tight and how fast.
+Each query starts from the coarse grid, so the same question gets the same answer whatever was asked before.
+This is the few-run corner of :class:`accountants.fourier_accountant.FourierAccountant` (two runs of sigma 0.6, q
+1e-4: the Fourier inversion runs out of nodes there and the privacy buckets leave a 1e-3 wide interval).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpledger.accountants._roots import bracket_crossing
+from dpledger.mechanisms.subsampled_gaussian_two_runs import TwoSubsampledGaussians
+
+__all__ = ["TwoRunLedger"]
+
+class TwoRunLedger:
+    """Proven ``delta(eps)`` and ``eps(delta)`` of two Poisson-subsampled Gaussian runs, ``first`` and ``second``
+    given as ``(mu, q)`` (module docstring)."""
+
+    def __init__(self, first: tuple[float, float], second: tuple[float, float]):
+        self._pair = TwoSubsampledGaussians(first, second)
+
+    def delta_bounds(self, epsilon: float, rtol: float) -> tuple[float, float]:
+        """``(lower, upper)`` of ``delta(eps)``: the larger of the two directions (thesis Thm 3.3.5)."""
+        return self._pair.refined(float(epsilon), self._pair.coarse_grid(), rtol)[1:]
+
+    def epsilon_bounds(self, delta: float, rtol: float) -> tuple[float, float]:
+        """``(lower, upper)`` of the smallest epsilon with ``delta(eps) <= delta`` (module docstring)."""
+        pair, grid = self._pair, self._pair.coarse_grid()
+        tolerance = rtol / 16.0
+
+        def upper_curve(g):
+            return lambda e: pair.bounds(e, g, want_lower=False)[1]
+
+        def lower_curve(g):
+            return lambda e: pair.bounds(e, g)[0]
+
+        upper = bracket_crossing(upper_curve(grid), delta, tolerance=1e-4)[1]
+        if upper == 0.0 or not math.isfinite(upper):
+            return 0.0, upper
+        # the slope k of log delta there: a relative gap g of the delta interval moves epsilon by about g / k, so the
+        # grid is refined until g <= rtol eps k / 2 (more rounds where epsilon's interval is still too wide)
+        step = 0.01 * upper
+        k = math.log(upper_curve(grid)(upper) / max(upper_curve(grid)(upper + step), 1e-300)) / step
+        goal = min(max(rtol * upper * k / 2.0, rtol / 64.0), 0.01)
+        lower = 0.0
+        for _ in range(4):
+            grid = self._pair.refined(upper, grid, goal)[0]
+            upper = min(upper, bracket_crossing(upper_curve(grid), delta, start=upper, below=upper * 0.98,
+                                                tolerance=tolerance)[1])
+            lower = max(lower, bracket_crossing(lower_curve(grid), delta, start=upper,
+                                                below=upper * (1.0 - 2.0 * rtol), tolerance=tolerance)[0])
+            if upper - lower <= rtol * upper:
+                break
+            goal /= 4.0
+        return min(lower, upper), upper

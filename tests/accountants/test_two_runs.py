@@ -1,0 +1,126 @@
+"""Two-run ledgers of Poisson-subsampled Gaussians (accountants/two_runs.py): the few-run corner answered by the exact
+second run, its interval checked against the count-2 mpmath oracle at both ends."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpledger.accountants import FourierAccountant
+from dpledger.accountants.report import BoundKind
+from dpledger.accountants.two_runs import TwoRunLedger
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
+from dpledger.mechanisms import subsampled_gaussian_two_runs as two
+from tests.oracles.privacy_profiles import subsampled_gaussian_profile
+
+
+def _ledger(sigma, q, count=2):
+    acc = FourierAccountant()
+    acc.compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), count)
+    return acc
+
+
+def _count_evaluations(monkeypatch):
+    calls = []
+    original = two.TwoSubsampledGaussians._direction
+    monkeypatch.setattr(two.TwoSubsampledGaussians, "_direction",
+                        lambda self, *args, **kw: calls.append(1) or original(self, *args, **kw))
+    return calls
+
+
+@pytest.mark.parametrize("sigma, q", [(0.6, 1e-4), (0.5, 3e-4), (0.6, 1e-3)])
+def test_the_few_run_corner_is_answered_within_rtol_and_contains_the_exact_epsilon(sigma, q, monkeypatch):
+    """Two runs of little noise and a small q (the Fourier inversion ran short of nodes there and the privacy buckets
+    left a 1e-3 wide interval after 2-5 s): now the exact epsilon lies in an interval within rtol, the upper end's
+    delta at most 1e-5 and the lower end's above it by the count-2 oracle."""
+    calls = _count_evaluations(monkeypatch)
+    acc = _ledger(sigma, q)
+    b = acc.epsilon_bounds(1e-5)
+    assert b.upper - b.lower <= 1e-6 * b.upper
+    assert subsampled_gaussian_profile(b.upper, q, sigma, 2) <= 1e-5 < subsampled_gaussian_profile(b.lower, q, sigma, 2)
+    assert len(calls) <= 80  # both directions per evaluation: about 20 evaluations, on grids of a few thousand cells
+    report = acc.epsilon_report(1e-5)
+    assert report.bound is BoundKind.UPPER and report.epsilon == b.upper
+    assert "two runs of Poisson-subsampled Gaussians" in report.method and "interval" in report.method
+    assert acc._derived.get("path") is None  # neither the inversion nor the buckets were run
+
+
+def test_the_upper_end_is_below_dp_accountings_pessimistic_pld_where_the_buckets_were_above():
+    """sigma 0.5, q 3e-4, 2 runs: the privacy buckets' upper epsilon was 0.076612795, 2.8e-6 relative above
+    dp_accounting's pessimistic PLD (0.07661258, benchmarks/RESULTS.md "Fourier: few runs"); the exact value is
+    0.0766125...: now within 1e-6 of it, below the PLD's."""
+    b = _ledger(0.5, 3e-4).epsilon_bounds(1e-5)
+    assert b.upper < 0.07661258
+    assert b.lower > 0.0766125
+
+
+def test_the_delta_query_contains_the_oracle():
+    acc = _ledger(0.6, 1e-4)
+    epsilon = acc.epsilon_bounds(1e-5).upper
+    d = acc.delta_bounds(epsilon)
+    assert acc.delta_bounds(epsilon) == d and acc.epsilon_bounds(1e-5).upper == epsilon  # the same answer again
+    exact = subsampled_gaussian_profile(epsilon, 1e-4, 0.6, 2)
+    assert d.lower <= exact <= d.upper <= 1e-5
+    assert d.upper - d.lower <= 1e-6 * d.upper
+    for e in (0.0, 0.05):
+        d = acc.delta_bounds(e)
+        exact = subsampled_gaussian_profile(e, 1e-4, 0.6, 2)
+        assert d.lower <= exact <= d.upper and d.upper - d.lower <= 1e-6 * d.upper + 1e-300
+
+
+def test_two_different_subsampled_gaussians_take_the_same_path():
+    acc = FourierAccountant()
+    acc.compose(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4))
+    acc.compose(PoissonSubsampled(GaussianMechanism(sigma=2.0, sensitivity=2.0), 0.01))
+    assert acc._two_runs() is not None
+    b = acc.epsilon_bounds(1e-5)
+    # the same ledger the other way round: the first run is the one cut into cells, the answer is the same
+    other = FourierAccountant()
+    other.compose(PoissonSubsampled(GaussianMechanism(sigma=2.0, sensitivity=2.0), 0.01))
+    other.compose(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4))
+    c = other.epsilon_bounds(1e-5)
+    assert max(b.lower, c.lower) <= min(b.upper, c.upper)
+    assert b.upper - b.lower <= 1e-6 * b.upper
+
+
+@pytest.mark.parametrize("ledger", [
+    [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 3)],
+    [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 1), (GaussianMechanism(sigma=3.0), 1)],
+    [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 1), (PoissonSubsampled(LaplaceMechanism(1.0), 0.1), 1)],
+    [(PoissonSubsampled(GaussianMechanism(sigma=0.04), 0.1), 2)],  # noise multiplier below 0.05
+])
+def test_other_ledgers_do_not_take_the_two_run_path(ledger):
+    acc = FourierAccountant()
+    for mechanism, count in ledger:
+        acc.compose(mechanism, count)
+    assert acc._two_runs() is None
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.floats(0.5, 3.0), st.floats(-4.0, -0.3).map(lambda e: 10.0**e), st.sampled_from([1e-3, 1e-5, 1e-8]))
+def test_random_two_run_ledgers_bracket_the_exact_epsilon(sigma, q, delta):
+    ledger = TwoRunLedger((1 / sigma, q), (1 / sigma, q))
+    lower, upper = ledger.epsilon_bounds(delta, 1e-6)
+    assert math.isfinite(upper) and upper - lower <= 1e-6 * upper
+    assert subsampled_gaussian_profile(upper, q, sigma, 2) <= delta
+    if lower > 0.0:
+        assert subsampled_gaussian_profile(lower, q, sigma, 2) > delta
+
+
+@pytest.mark.parametrize("query", ["epsilon", "delta"])
+def test_a_two_run_interval_wider_than_rtol_is_intersected_with_the_other_paths(query, monkeypatch):
+    """Where the two-run interval misses rtol (a delta near the float64 floor, where its cells' masses stop at
+    1e-300), the inversion and the buckets answer too and the intersection of the proven intervals is reported."""
+    acc = _ledger(1.0, 0.3)
+    reference = _ledger(1.0, 0.3)
+    monkeypatch.setattr(reference, "_two_runs", lambda: None)
+    if query == "epsilon":
+        monkeypatch.setattr(TwoRunLedger, "epsilon_bounds", lambda self, delta, rtol: (0.5, 10.0))
+        got, other = acc.epsilon_bounds(1e-5), reference.epsilon_bounds(1e-5)
+        assert got.lower == max(0.5, other.lower) and got.upper == other.upper < 10.0
+    else:
+        monkeypatch.setattr(TwoRunLedger, "delta_bounds", lambda self, epsilon, rtol: (1e-9, 0.5))
+        got, other = acc.delta_bounds(0.5), reference.delta_bounds(0.5)
+        assert got.lower == max(1e-9, other.lower) and got.upper == other.upper < 0.5
+    assert acc._two_runs() is not None  # the ledger's two-run path is kept for the next query
