@@ -102,7 +102,7 @@ from dpledger.accountants.privacy_buckets import BucketLedger
 from dpledger.accountants.report import BoundKind, PrivacyReport
 from dpledger.accountants.risk import tradeoff_lower_bound
 from dpledger.accountants.two_point_ledger import MAX_ATOMS, LedgerMax, TwoPointLedger, enumerated_outcomes
-from dpledger.accountants.two_runs import TwoRunLedger
+from dpledger.accountants.two_runs import NARROW, TwoRunLedger, narrowness
 from dpledger.mechanisms import _logmath, _tilts, _validate, closed_form_enclosures, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import composed_delta
@@ -654,11 +654,13 @@ class FourierAccountant:
 
     def _two_runs(self):
         """The ledger's :class:`accountants.two_runs.TwoRunLedger` if it is two runs of Poisson-subsampled Gaussians
-        (:meth:`~mechanisms.base.Mechanism.poisson_gaussian_parameters`), else None; kept until the ledger changes."""
+        (:meth:`~mechanisms.base.Mechanism.poisson_gaussian_parameters`) narrow enough that inversion would be the
+        slower path (:func:`accountants.two_runs.narrowness`), else None; kept until the ledger changes."""
         if "two_runs" not in self._derived:
             runs = [(self._cores[m][0].poisson_gaussian_parameters(), n) for m, n in self._entries.items()]
             pairs = [p for p, n in runs for _ in range(n)] if sum(n for _, n in runs) == 2 else []
             usable = len(pairs) == 2 and all(p is not None and p[0] <= TwoSubsampledGaussians.MAX_MU for p in pairs)
+            usable = usable and max(narrowness(*p) for p in pairs) >= NARROW
             self._derived["two_runs"] = TwoRunLedger(*pairs) if usable else None
         return self._derived["two_runs"]
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dpledger.accountants import FourierAccountant
 from dpledger.accountants.report import BoundKind
-from dpledger.accountants.two_runs import TwoRunLedger
+from dpledger.accountants.two_runs import NARROW, TwoRunLedger, narrowness
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
 from dpledger.mechanisms import subsampled_gaussian_two_runs as two
 from tests.oracles.privacy_profiles import subsampled_gaussian_profile
@@ -69,6 +69,15 @@ def test_the_delta_query_contains_the_oracle():
         assert d.lower <= exact <= d.upper and d.upper - d.lower <= 1e-6 * d.upper + 1e-300
 
 
+def test_the_narrowness_threshold_separates_the_measured_cells():
+    """The two-run path where it was measured faster than inversion, inversion where that was faster (two runs at
+    delta 1e-5; accountants.two_runs.narrowness)."""
+    faster_two = [(0.5, 1e-2), (0.6, 1e-3), (0.6, 1e-4), (1.0, 1e-3), (1.0, 1e-4)]
+    faster_inverted = [(1.0, 1e-2), (0.5, 0.1), (2.0, 1e-4), (5.0, 1e-4), (0.6, 0.1)]
+    assert all(narrowness(1 / sigma, q) >= NARROW for sigma, q in faster_two)
+    assert all(narrowness(1 / sigma, q) < NARROW for sigma, q in faster_inverted)
+
+
 def test_two_different_subsampled_gaussians_take_the_same_path():
     acc = FourierAccountant()
     acc.compose(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4))
@@ -89,6 +98,8 @@ def test_two_different_subsampled_gaussians_take_the_same_path():
     [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 1), (GaussianMechanism(sigma=3.0), 1)],
     [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 1), (PoissonSubsampled(LaplaceMechanism(1.0), 0.1), 1)],
     [(PoissonSubsampled(GaussianMechanism(sigma=0.04), 0.1), 2)],  # noise multiplier below 0.05
+    [(PoissonSubsampled(GaussianMechanism(sigma=1.0), 0.01), 2)],  # wide enough that inversion is faster (94)
+    [(PoissonSubsampled(GaussianMechanism(sigma=2.0), 0.1), 2)],
 ])
 def test_other_ledgers_do_not_take_the_two_run_path(ledger):
     acc = FourierAccountant()
@@ -112,15 +123,15 @@ def test_random_two_run_ledgers_bracket_the_exact_epsilon(sigma, q, delta):
 def test_a_two_run_interval_wider_than_rtol_is_intersected_with_the_other_paths(query, monkeypatch):
     """Where the two-run interval misses rtol (a delta near the float64 floor, where its cells' masses stop at
     1e-300), the inversion and the buckets answer too and the intersection of the proven intervals is reported."""
-    acc = _ledger(1.0, 0.3)
-    reference = _ledger(1.0, 0.3)
+    acc = _ledger(1.0, 1e-3)  # narrow enough for the two-run path (narrowness 166), inverted in 0.2 s
+    reference = _ledger(1.0, 1e-3)
     monkeypatch.setattr(reference, "_two_runs", lambda: None)
     if query == "epsilon":
-        monkeypatch.setattr(TwoRunLedger, "epsilon_bounds", lambda self, delta, rtol: (0.5, 10.0))
+        monkeypatch.setattr(TwoRunLedger, "epsilon_bounds", lambda self, delta, rtol: (1e-3, 10.0))
         got, other = acc.epsilon_bounds(1e-5), reference.epsilon_bounds(1e-5)
-        assert got.lower == max(0.5, other.lower) and got.upper == other.upper < 10.0
+        assert got.lower == max(1e-3, other.lower) and got.upper == other.upper < 10.0
     else:
         monkeypatch.setattr(TwoRunLedger, "delta_bounds", lambda self, epsilon, rtol: (1e-9, 0.5))
-        got, other = acc.delta_bounds(0.5), reference.delta_bounds(0.5)
+        got, other = acc.delta_bounds(0.01), reference.delta_bounds(0.01)
         assert got.lower == max(1e-9, other.lower) and got.upper == other.upper < 0.5
     assert acc._two_runs() is not None  # the ledger's two-run path is kept for the next query
