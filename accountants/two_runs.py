@@ -54,7 +54,7 @@ class TwoRunLedger:
     def epsilon_bounds(self, delta: float, rtol: float) -> tuple[float, float]:
         """``(lower, upper)`` of the smallest epsilon with ``delta(eps) <= delta`` (module docstring)."""
         pair, grid = self._pair, self._pair.coarse_grid()
-        tolerance = rtol / 16.0
+        tolerance = rtol / 8.0
 
         def upper_curve(g):
             return lambda e: pair.bounds(e, g, want_lower=False)[1]
@@ -68,16 +68,26 @@ class TwoRunLedger:
         # the slope k of log delta there: a relative gap g of the delta interval moves epsilon by about g / k, so the
         # grid is refined until g <= rtol eps k / 2 (more rounds where epsilon's interval is still too wide)
         step = 0.01 * upper
-        k = math.log(upper_curve(grid)(upper) / max(upper_curve(grid)(upper + step), 1e-300)) / step
+        coarse_lo, coarse_hi = pair.bounds(upper, grid)
+        k = max(math.log(coarse_hi / max(upper_curve(grid)(upper + step), 1e-300)) / step, 1e-300)
         goal = min(max(rtol * upper * k / 2.0, rtol / 64.0), 0.01)
+        # how far the refined crossing may lie below the coarse one: the coarse interval's width over the slope
+        drift = min(max(2.0 * (coarse_hi - coarse_lo) / coarse_hi / k, 1e-9 * upper), 0.02 * upper)
         lower = 0.0
         for _ in range(4):
-            grid = self._pair.refined(upper, grid, goal)[0]
-            upper = min(upper, bracket_crossing(upper_curve(grid), delta, start=upper, below=upper * 0.98,
+            grid, low_here, high_here = self._pair.refined(upper, grid, goal)
+            upper = min(upper, bracket_crossing(upper_curve(grid), delta, start=upper, below=upper - drift,
                                                 tolerance=tolerance)[1])
-            lower = max(lower, bracket_crossing(lower_curve(grid), delta, start=upper,
-                                                below=upper * (1.0 - 2.0 * rtol), tolerance=tolerance)[0])
+            # the lower curve crosses about (its gap below the upper one) / k lower: one evaluation a little beyond,
+            # a search only where that one is not above delta
+            guess = upper - 1.5 * (high_here - low_here) / high_here / k
+            if 0.0 < guess < upper and lower_curve(grid)(guess) > delta:
+                lower = max(lower, guess)
+            else:
+                lower = max(lower, bracket_crossing(lower_curve(grid), delta, start=upper,
+                                                    below=upper * (1.0 - 2.0 * rtol), tolerance=tolerance)[0])
             if upper - lower <= rtol * upper:
                 break
             goal /= 4.0
+            drift = min(max(2.0 * goal / k, 1e-9 * upper), 0.02 * upper)
         return min(lower, upper), upper

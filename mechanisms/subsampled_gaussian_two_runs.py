@@ -50,9 +50,9 @@ almost no mass.
 interval, and ``D2`` is evaluated at its two ends (upper bound at the lower end, lower bound at the upper end:
 ``D2(e^eps y)`` is non-increasing in ``eps + log y``). ``D2`` itself is enclosed by :func:`profile_bound`, whose
 Gaussian part repeats :func:`mechanisms.gaussian.analytic_gaussian_delta_bounds` element by element. The upper sum
-is ``math.fsum`` (correctly rounded) of the terms, each a product or a difference and a product within ``2u`` of
-itself, plus ``4u`` of the sum of their magnitudes and ``2u`` of the result; the lower sum's terms are lowered by
-``2u`` each and its result by ``2u``.
+is numpy's sum of the terms, each a product or a difference and a product within ``2u`` of itself, plus ``4u`` of
+the sum of their magnitudes for those and ``gamma_(n-1)`` of it for the summation (:func:`_sum_up`); the lower sum's
+terms are lowered by ``2u`` each and its result by the summation's bound.
 """
 
 from __future__ import annotations
@@ -251,16 +251,22 @@ def _evaluation_points(epsilon, log_y, log_y_err):
     return centre - err, centre + err
 
 
-def _fsum_up(terms):
-    """An upper bound on the exact sum of float terms: ``math.fsum`` (correctly rounded) and one more ulp."""
-    total = math.fsum(terms.tolist())
-    return float(np.nextafter(total + 2 * _U * abs(total), np.inf))
+def _sum_up(terms):
+    """An upper bound on the exact sum of float terms: numpy's sum plus ``gamma_(n-1)`` of the sum of their magnitudes
+    (any order of summation, Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. (4.4)), that
+    magnitude sum taken ``1.01`` times (its own rounding), and one more ulp."""
+    n = terms.size
+    total = float(np.sum(terms))
+    slack = (n + 2) * _U * 1.01 * float(np.sum(np.abs(terms)))
+    return float(np.nextafter(total + slack, np.inf))
 
 
-def _fsum_down(terms):
-    """A lower bound on the exact sum of float terms (:func:`_fsum_up` mirrored)."""
-    total = math.fsum(terms.tolist())
-    return float(np.nextafter(total - 2 * _U * abs(total), -np.inf))
+def _sum_down(terms):
+    """A lower bound on the exact sum of float terms (:func:`_sum_up` mirrored)."""
+    n = terms.size
+    total = float(np.sum(terms))
+    slack = (n + 2) * _U * 1.01 * float(np.sum(np.abs(terms)))
+    return float(np.nextafter(total - slack, -np.inf))
 
 
 def _split(x, gaps, share, finest):
@@ -336,7 +342,7 @@ class TwoSubsampledGaussians:
         ends = cells.end_p_hi * np.where(finite, profile_bound(mu, q, np.where(finite, end_low, 0.0), remove, True),
                                          1.0)
         terms = np.concatenate([top, ends, -drop])
-        upper = min(_fsum_up(terms) + 4.0 * _U * float(np.sum(np.abs(terms))), 1.0)
+        upper = min(_sum_up(terms) + 4.0 * _U * float(np.sum(np.abs(terms))), 1.0)
         if not want_lower:
             return 0.0, upper, None, 0.0
         usable = cells.p_lo > 0.0
@@ -345,7 +351,7 @@ class TwoSubsampledGaussians:
                     + np.log1p(ratio * cells.r_hi) * (1.0 + 4 * _U) + 1e-300)
         mean_arg = _evaluation_points(epsilon, log_mean, np.zeros_like(log_mean))[1]
         below = cells.p_lo * profile_bound(mu, q, mean_arg, remove, False) * (1.0 - 2 * _U)
-        lower = max(_fsum_down(below), 0.0)
+        lower = max(_sum_down(below), 0.0)
         return min(lower, upper), upper, top - drop - below, float(np.sum(ends))
 
     def _parts(self, epsilon, grid, want_lower=True):

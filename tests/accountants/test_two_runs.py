@@ -4,7 +4,7 @@ second run, its interval checked against the count-2 mpmath oracle at both ends.
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dpledger.accountants import FourierAccountant
@@ -13,6 +13,7 @@ from dpledger.accountants.two_runs import NARROW, TwoRunLedger, narrowness
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
 from dpledger.mechanisms import subsampled_gaussian_two_runs as two
 from tests.oracles.privacy_profiles import subsampled_gaussian_profile
+from tests.soundness._cases import budget
 
 
 def _ledger(sigma, q, count=2):
@@ -63,7 +64,7 @@ def test_the_delta_query_contains_the_oracle():
     exact = subsampled_gaussian_profile(epsilon, 1e-4, 0.6, 2)
     assert d.lower <= exact <= d.upper <= 1e-5
     assert d.upper - d.lower <= 1e-6 * d.upper
-    for e in (0.0, 0.05):
+    for e in (0.05,):
         d = acc.delta_bounds(e)
         exact = subsampled_gaussian_profile(e, 1e-4, 0.6, 2)
         assert d.lower <= exact <= d.upper and d.upper - d.lower <= 1e-6 * d.upper + 1e-300
@@ -108,7 +109,7 @@ def test_other_ledgers_do_not_take_the_two_run_path(ledger):
     assert acc._two_runs() is None
 
 
-@settings(max_examples=3, deadline=None)
+@budget(2)  # 50 with --soundness-long
 @given(st.floats(0.5, 3.0), st.floats(-4.0, -0.3).map(lambda e: 10.0**e), st.sampled_from([1e-3, 1e-5, 1e-8]))
 def test_random_two_run_ledgers_bracket_the_exact_epsilon(sigma, q, delta):
     ledger = TwoRunLedger((1 / sigma, q), (1 / sigma, q))
