@@ -714,6 +714,8 @@ class FourierAccountant:
             self._derived["two_runs"] = None  # as for epsilon: the other paths too, both intervals kept
             try:
                 other = self._core_delta_bounds(epsilon)
+            except (AccuracyError, NumericalError):
+                return Bounds(lower, upper, upper)
             finally:
                 self._derived["two_runs"] = two
             lower, upper = max(lower, other.lower), min(upper, other.upper)
@@ -858,7 +860,7 @@ class FourierAccountant:
         one = self._one_run()
         if one is not None:
             return self._one_run_epsilon(one, delta)
-        two, two_bounds = self._two_runs(), None
+        two = self._two_runs()
         if two is not None:
             lower, upper = two.epsilon_bounds(delta, self._rtol)
             upper = min(upper, self.pure_epsilon())
@@ -870,6 +872,8 @@ class FourierAccountant:
             self._derived["two_runs"] = None
             try:
                 other = self._core_epsilon_bounds(delta)
+            except (AccuracyError, NumericalError):
+                return two_bounds  # proven, if wide: the others could not answer at all
             finally:
                 self._derived["two_runs"] = two
             lower, upper = max(two_bounds.lower, other.lower), min(two_bounds.upper, other.upper)

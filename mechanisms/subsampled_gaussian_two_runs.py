@@ -348,7 +348,7 @@ class TwoSubsampledGaussians:
         usable = cells.p_lo > 0.0
         ratio = np.where(usable, np.minimum(cells.theta_hi / np.where(usable, cells.p_lo, 1.0), 1.0), 1.0)
         log_mean = (cells.log_y[cells.lo_at] + cells.log_y_err[cells.lo_at]
-                    + np.log1p(ratio * cells.r_hi) * (1.0 + 4 * _U) + 1e-300)
+                    + np.log1p(ratio * cells.r_hi) * (1.0 + 8 * _U) + 1e-300)
         mean_arg = _evaluation_points(epsilon, log_mean, np.zeros_like(log_mean))[1]
         below = cells.p_lo * profile_bound(mu, q, mean_arg, remove, False) * (1.0 - 2 * _U)
         lower = max(_sum_down(below), 0.0)

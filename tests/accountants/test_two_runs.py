@@ -136,3 +136,19 @@ def test_a_two_run_interval_wider_than_rtol_is_intersected_with_the_other_paths(
         got, other = acc.delta_bounds(0.01), reference.delta_bounds(0.01)
         assert got.lower == max(1e-9, other.lower) and got.upper == other.upper < 0.5
     assert acc._two_runs() is not None  # the ledger's two-run path is kept for the next query
+
+
+def test_where_the_other_paths_fail_the_wide_two_run_interval_is_reported(monkeypatch):
+    from dpledger.accountants import AccuracyError
+
+    def fail(self, *args, **kwargs):
+        raise AccuracyError("no answer")
+
+    acc = _ledger(1.0, 1e-3)
+    monkeypatch.setattr(TwoRunLedger, "epsilon_bounds", lambda self, delta, rtol: (1e-3, 10.0))
+    monkeypatch.setattr(TwoRunLedger, "delta_bounds", lambda self, epsilon, rtol: (1e-9, 0.5))
+    monkeypatch.setattr(FourierAccountant, "_via_buckets", fail)
+    b = acc.epsilon_bounds(1e-5)
+    assert (b.lower, b.upper) == (1e-3, 10.0)
+    d = acc.delta_bounds(0.01)
+    assert (d.lower, d.upper) == (1e-9, 0.5)
