@@ -13,7 +13,7 @@ from dpledger.accountants.two_runs import NARROW, TwoRunLedger, narrowness
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
 from dpledger.mechanisms import subsampled_gaussian_two_runs as two
 from tests.oracles.privacy_profiles import subsampled_gaussian_profile
-from tests.soundness._cases import budget
+from tests.soundness._cases import budget, record
 
 
 def _ledger(sigma, q, count=2):
@@ -118,6 +118,7 @@ def test_random_two_run_ledgers_bracket_the_exact_epsilon(sigma, q, delta):
     assert subsampled_gaussian_profile(upper, q, sigma, 2) <= delta
     if lower > 0.0:
         assert subsampled_gaussian_profile(lower, q, sigma, 2) > delta
+    record("two runs: epsilon interval")
 
 
 @pytest.mark.parametrize("query", ["epsilon", "delta"])
