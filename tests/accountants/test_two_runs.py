@@ -1,11 +1,7 @@
 """Two-run ledgers of Poisson-subsampled Gaussians (accountants/two_runs.py): the few-run corner answered by the exact
 second run, its interval checked against the count-2 mpmath oracle at both ends."""
 
-import math
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from dpledger.accountants import FourierAccountant
 from dpledger.accountants.report import BoundKind
@@ -13,7 +9,6 @@ from dpledger.accountants.two_runs import NARROW, TwoRunLedger, narrowness
 from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled
 from dpledger.mechanisms import subsampled_gaussian_two_runs as two
 from tests.oracles.privacy_profiles import subsampled_gaussian_profile
-from tests.soundness._cases import budget, record
 
 
 def _ledger(sigma, q, count=2):
@@ -109,16 +104,6 @@ def test_other_ledgers_do_not_take_the_two_run_path(ledger):
     assert acc._two_runs() is None
 
 
-@budget(2)  # 50 with --soundness-long
-@given(st.floats(0.5, 3.0), st.floats(-4.0, -0.3).map(lambda e: 10.0**e), st.sampled_from([1e-3, 1e-5, 1e-8]))
-def test_random_two_run_ledgers_bracket_the_exact_epsilon(sigma, q, delta):
-    ledger = TwoRunLedger((1 / sigma, q), (1 / sigma, q))
-    lower, upper = ledger.epsilon_bounds(delta, 1e-6)
-    assert math.isfinite(upper) and upper - lower <= 1e-6 * upper
-    assert subsampled_gaussian_profile(upper, q, sigma, 2) <= delta
-    if lower > 0.0:
-        assert subsampled_gaussian_profile(lower, q, sigma, 2) > delta
-    record("two runs: epsilon interval")
 
 
 @pytest.mark.parametrize("query", ["epsilon", "delta"])
