@@ -697,7 +697,7 @@ class FourierAccountant:
         start = upper if math.isfinite(upper) and upper > 0.0 else 1.0
         # the two curves are within rounding of each other: the lower crossing lies just under the upper one
         lower = bracket_crossing(lambda e: self._one_run_delta(core, e).lower, delta, start=start,
-                                  below=start * (1.0 - 1e-9))[0]
+                                 below=start * (1.0 - 1e-9))[0]
         return Bounds(min(lower, upper), upper, upper)
 
     def _core_delta_bounds(self, epsilon):

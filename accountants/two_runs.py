@@ -5,10 +5,13 @@ run's outputs, from above by chords and from below by Jensen's inequality, both 
 cells. Here the grid is refined where it matters and the bounds are searched for epsilon:
 
 * delta at ``eps``: the grid refined at ``eps`` until the interval is within ``rtol`` of its upper end;
-* epsilon at ``delta``: a first crossing of the upper bound on the coarse grid, the grid refined there, then the
-  crossings of both bounds on it (:func:`accountants._roots.bracket_crossing`: ``upper`` is an epsilon whose upper
-  delta was evaluated at most ``delta``, ``lower`` one whose lower delta was evaluated above it), refined again at
-  the new upper end while the interval is wider than ``rtol``.
+* epsilon at ``delta``: a first crossing of the upper bound on the coarse grid, the grid refined there (until the
+  delta interval's width, through the profile's slope, is half of ``rtol`` in epsilon), then the upper bound's
+  crossing on it (:func:`accountants._roots.bracket_crossing`; ``upper`` is an epsilon whose upper delta was
+  evaluated at most ``delta``) and a lower end: one evaluation a little below where the lower bound should cross,
+  taken if its lower delta is above ``delta``, else that crossing searched too (``lower`` is an epsilon whose lower
+  delta was evaluated above ``delta``); refined again at the new upper end while the interval is wider than
+  ``rtol``.
 
 Every grid gives proven bounds, so the tightest ends seen are kept; the grid only decides how tight and how fast.
 Each query starts from the coarse grid, so the same question gets the same answer whatever was asked before.
@@ -39,6 +42,7 @@ def narrowness(mu: float, q: float) -> float:
     sigma 0.6, q 1e-3: 738, 1.8 s against 0.09 s)."""
     reach = math.log1p(q * math.expm1(min(mu * (0.5 * mu + 5.0), 700.0)))
     return reach / (q * math.sqrt(math.expm1(min(mu * mu, 700.0))))
+
 
 class TwoRunLedger:
     """Proven ``delta(eps)`` and ``eps(delta)`` of two Poisson-subsampled Gaussian runs, ``first`` and ``second``

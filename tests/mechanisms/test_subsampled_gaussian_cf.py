@@ -20,6 +20,7 @@ from dpledger.mechanisms import _phase_sums as phase_sums
 from dpledger.mechanisms import subsampled_gaussian_cf as cf
 from dpledger.mechanisms import subsampled_gaussian_decay as decay
 from tests.oracles import privacy_profiles as pp
+from tests.soundness._cases import budget
 
 #: Oracle precision: Gauss-Legendre of degree 4 at 30 digits agrees with degree 5 far below the enclosures' 1e-13.
 DPS, DEGREE = 30, 4
@@ -55,7 +56,7 @@ def test_legendre_nodes_and_weights_are_within_the_assumed_errors():
         assert abs(mp.fsum(mp.mpf(float(w)) for w in weights) - 2) <= 1e-15  # a rule, not a table of noise
 
 
-@settings(max_examples=20, deadline=None)
+@budget(10)  # 250 with --soundness-long (20 took 12 s here)
 @given(st.floats(-20.0, 40.0), st.floats(0.0, 400.0), st.floats(-6.0, -0.01).map(lambda e: 10.0**e),
        st.floats(0.5, 8.0))
 @example(1.5, 3.0, 0.01, 1.1)

@@ -115,10 +115,10 @@ def _two_pair_oracle(epsilon, first, second, remove, dps=30):
 
 @pytest.mark.parametrize("sigma, q, epsilon", [
     (0.6, 1e-4, 0.00305),  # the corner: a lump of width q at the loss's infimum
-    (0.6, 1e-4, 0.0),
+    pytest.param(0.6, 1e-4, 0.0, marks=pytest.mark.long_oracle),  # (each 3-4 s of mpmath)
     (1.0, 0.3, 0.5),
-    (2.0, 0.01, 0.01),
-    (5.0, 0.5, 0.2),
+    pytest.param(2.0, 0.01, 0.01, marks=pytest.mark.long_oracle),
+    pytest.param(5.0, 0.5, 0.2, marks=pytest.mark.long_oracle),
     (0.8, 0.05, 2.0),
 ])
 def test_composed_bounds_contain_the_count_two_oracle(sigma, q, epsilon):
