@@ -612,7 +612,7 @@ class FourierAccountant:
         add-or-remove-one: the larger of the remove and add directions (thesis Thm 3.3.5)."""
         epsilon = _validate.nonnegative(epsilon, "epsilon", "FourierAccountant.get_delta")
         charged = self.charged_delta
-        self._derived["rdp_cap"] = self._derived["bucketed"] = False
+        self._derived["rdp_cap"] = self._derived["bucketed"] = self._derived["two_runs_wide"] = False
         core = self._core_delta_bounds(epsilon)
         if charged:
             # P = (1 - c) P' + c P'': delta <= delta' + c; the missing mass may sit anywhere, so no lower bound.
@@ -711,7 +711,7 @@ class FourierAccountant:
             lower, upper = two.delta_bounds(epsilon, self._rtol)
             if upper - lower <= self._rtol * upper:
                 return Bounds(lower, upper, upper)
-            self._derived["two_runs"] = None  # as for epsilon: the other paths too, both intervals kept
+            self._derived["two_runs"], self._derived["two_runs_wide"] = None, True  # as for epsilon
             try:
                 other = self._core_delta_bounds(epsilon)
             except (AccuracyError, NumericalError):
@@ -845,7 +845,7 @@ class FourierAccountant:
         """
         delta = _validate.open_unit_interval(delta, "delta", "FourierAccountant.get_epsilon")
         charged = self.charged_delta
-        self._derived["rdp_cap"] = self._derived["bucketed"] = False
+        self._derived["rdp_cap"] = self._derived["bucketed"] = self._derived["two_runs_wide"] = False
         if not charged:
             return self._rdp_capped(self._core_epsilon_bounds(delta), lambda rdp: rdp.get_epsilon(delta), True)
         if delta <= charged:
@@ -869,7 +869,7 @@ class FourierAccountant:
                 return two_bounds
             # a delta near the float64 floor (the cells' masses are bounded by 1e-300 below that): the other paths
             # too, and both intervals kept
-            self._derived["two_runs"] = None
+            self._derived["two_runs"], self._derived["two_runs_wide"] = None, True
             try:
                 other = self._core_epsilon_bounds(delta)
             except (AccuracyError, NumericalError):
@@ -952,9 +952,12 @@ class FourierAccountant:
                     "hockey-stick divergences are the base's at a transformed epsilon; the analytic Gaussian, Balle "
                     "& Wang 2018, Thm 8; the Laplace pair's 1 - e^((eps - t)/2)), float64 rounding bounded")
         if self._two_runs() is not None:
+            wide = "" if not self._derived.get("two_runs_wide") else (
+                "; wider than rtol there (a delta near the float64 floor), so intersected with the proven interval of "
+                "the other paths (Fourier inversion, privacy buckets) where they answered")
             return ("two runs of Poisson-subsampled Gaussians: the second run's exact privacy profile integrated "
                     "against the first run's output law, cut into cells (chords above, Jensen's inequality below; "
-                    "accountants.two_runs), float64 rounding bounded")
+                    f"accountants.two_runs), float64 rounding bounded{wide}")
         if self._two_point_lattice() is not None:
             return ("exact enumeration of the composed two-point privacy losses (randomized response, pure DP; "
                     "Kairouz et al. 2015), float64 rounding bounded")

@@ -122,6 +122,10 @@ def test_a_two_run_interval_wider_than_rtol_is_intersected_with_the_other_paths(
         got, other = acc.delta_bounds(0.01), reference.delta_bounds(0.01)
         assert got.lower == max(1e-9, other.lower) and got.upper == other.upper < 0.5
     assert acc._two_runs() is not None  # the ledger's two-run path is kept for the next query
+    assert "intersected with the proven interval of the other paths" in acc._method()  # the report says so
+    monkeypatch.undo()
+    acc.epsilon_bounds(1e-5)  # the next query, within rtol, does not
+    assert "intersected" not in acc._method() and "two runs" in acc._method()
 
 
 def test_where_the_other_paths_fail_the_wide_two_run_interval_is_reported(monkeypatch):
