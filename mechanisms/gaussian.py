@@ -23,35 +23,49 @@ from dpledger.mechanisms import (
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.relations import Direction
 
-__all__ = ["GaussianMechanism", "analytic_gaussian_delta_bounds"]
+__all__ = ["GaussianMechanism", "analytic_gaussian_delta_bound", "analytic_gaussian_delta_bounds"]
 
 _U = 2.0**-53
 
 
-def analytic_gaussian_delta_bounds(mu: float, epsilon: float) -> tuple[float, float]:
-    """``(lower, upper)`` of ``delta(eps) = Phi(a) - e^eps Phi(a - mu)``, ``a = mu/2 - eps/mu`` (any real ``eps``).
+def analytic_gaussian_delta_bound(mu: float, epsilon: ArrayLike, upper: bool) -> np.ndarray:
+    """A bound (``upper`` or lower) on ``delta(eps) = Phi(a) - e^eps Phi(a - mu)``, ``a = mu/2 - eps/mu`` (Balle &
+    Wang 2018, Thm 8), at each real ``eps`` of an array.
 
     Computed as ``exp(log Phi(a)) (1 - exp(z))``, ``z = eps + log Phi(a - mu) - log Phi(a) <= 0``: ``log_ndtr`` is
     taken good to ``1e-13`` relative (scipy's is to a few ulps), the arguments' rounding moves each log by at most
     ``4u`` times ``|a| + 1`` (``|d log Phi(x) / dx| <= |x| + 1`` for ``x <= 0``, ``<= 1`` above), and the result's
-    own roundings are a few ``u``; all are added with a factor 2 of room.
+    own roundings are a few ``u``; all are added with a factor 2 of room. Products of two factors each within a few
+    ``u``: ``round_up`` / ``nextafter`` also cover subnormal results, and an upper bound that underflowed is the
+    smallest positive float (``delta(eps) > 0`` for every finite ``eps``). An ``eps`` so large that the error terms
+    overflow (searches probe up to 1e300) gives the trivial bounds 1 and 0.
     """
     from scipy.special import log_ndtr
 
-    mu, epsilon = float(mu), float(epsilon)
-    a = 0.5 * mu - epsilon / mu
-    b = a - mu
-    la, lb = float(log_ndtr(a)), float(log_ndtr(b))
-    err_a = 2.0 * (1e-13 * abs(la) + 4.0 * _U * (abs(a) + abs(mu) + abs(epsilon / mu) + 1.0) * (abs(a) + 1.0))
-    err_b = 2.0 * (1e-13 * abs(lb) + 4.0 * _U * (abs(b) + abs(mu) + abs(epsilon / mu) + 1.0) * (abs(b) + 1.0))
-    z = epsilon + lb - la
-    z_err = err_a + err_b + 4.0 * _U * (abs(epsilon) + abs(lb) + abs(la))
-    # products of two factors each within a few u: round_up / nextafter also cover subnormal results, and an
-    # upper bound that underflowed is the smallest positive float (delta(eps) > 0 for every finite eps)
-    upper = float(_logmath.round_up(np.exp(la + err_a) * -np.expm1(min(z - z_err, 0.0)), 16))
-    lower = float(np.exp(la - err_a) * -np.expm1(min(z + z_err, 0.0)))
-    lower = float(np.nextafter(np.nextafter(lower * (1.0 - 16.0 * _U), 0.0), 0.0))
-    return max(lower, 0.0), min(max(upper, 5e-324), 1.0)
+    eps = np.asarray(epsilon, dtype=np.float64)
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        a = 0.5 * mu - eps / mu
+        b = a - mu
+        la, lb = log_ndtr(a), log_ndtr(b)
+        reach = abs(mu) + np.abs(eps / mu) + 1.0
+        err_a = 2.0 * (1e-13 * np.abs(la) + 4.0 * _U * (np.abs(a) + reach) * (np.abs(a) + 1.0))
+        err_b = 2.0 * (1e-13 * np.abs(lb) + 4.0 * _U * (np.abs(b) + reach) * (np.abs(b) + 1.0))
+        z = eps + lb - la
+        z_err = err_a + err_b + 4.0 * _U * (np.abs(eps) + np.abs(lb) + np.abs(la))
+        if upper:
+            value = _logmath.round_up(np.exp(la + err_a) * -np.expm1(np.minimum(z - z_err, 0.0)), 16)
+            return np.where(np.isnan(value), 1.0, np.minimum(np.maximum(value, 5e-324), 1.0))
+        value = np.exp(la - err_a) * -np.expm1(np.minimum(z + z_err, 0.0))
+        value = np.nextafter(np.nextafter(value * (1.0 - 16.0 * _U), 0.0), 0.0)
+        return np.where(np.isnan(value), 0.0, np.maximum(value, 0.0))
+
+
+def analytic_gaussian_delta_bounds(mu: float, epsilon: float) -> tuple[float, float]:
+    """``(lower, upper)`` of ``delta(eps) = Phi(a) - e^eps Phi(a - mu)``, ``a = mu/2 - eps/mu`` (any real ``eps``):
+    :func:`analytic_gaussian_delta_bound` at one point."""
+    mu, eps = float(mu), np.array([float(epsilon)])
+    lower, upper = (float(analytic_gaussian_delta_bound(mu, eps, side)[0]) for side in (False, True))
+    return lower, upper
 
 
 def _cut_keyword(cut):

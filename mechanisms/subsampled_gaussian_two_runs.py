@@ -49,10 +49,10 @@ almost no mass.
 **Rounding.** ``l`` at each edge carries a bound on its error (below, :func:`_log_lambda`); ``eps + log y`` is then an
 interval, and ``D2`` is evaluated at its two ends (upper bound at the lower end, lower bound at the upper end:
 ``D2(e^eps y)`` is non-increasing in ``eps + log y``). ``D2`` itself is enclosed by :func:`profile_bound`, whose
-Gaussian part repeats :func:`mechanisms.gaussian.analytic_gaussian_delta_bounds` element by element. The upper sum
-is numpy's sum of the terms, each a product or a difference and a product within ``2u`` of itself, plus ``4u`` of
-the sum of their magnitudes for those and ``gamma_(n-1)`` of it for the summation (:func:`_sum_up`); the lower sum's
-terms are lowered by ``2u`` each and its result by the summation's bound.
+Gaussian part is :func:`mechanisms.gaussian.analytic_gaussian_delta_bound` (the one-run path's, on arrays). The
+upper sum is numpy's sum of the terms, each a product or a difference and a product within ``2u`` of itself, plus
+``4u`` of the sum of their magnitudes for those and ``gamma_(n-1)`` of it for the summation (:func:`_sum_up`); the
+lower sum's terms are lowered by ``2u`` each and its result by the summation's bound.
 """
 
 from __future__ import annotations
@@ -63,38 +63,16 @@ import numpy as np
 from scipy import special
 
 from dpledger.mechanisms import _logmath
+from dpledger.mechanisms.gaussian import analytic_gaussian_delta_bound
 from dpledger.mechanisms.loss_buckets import _normal_interval, _widen
 
-__all__ = ["TwoSubsampledGaussians", "gaussian_delta_bound", "profile_bound"]
+__all__ = ["TwoSubsampledGaussians", "profile_bound"]
 
 #: A grid: the first run's cell edges for the remove direction and for the add direction.
 Grid = tuple[np.ndarray, np.ndarray]
 
 _U = 2.0**-53
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def gaussian_delta_bound(mu: float, epsilon: np.ndarray, upper: bool) -> np.ndarray:
-    """A bound (``upper`` or lower) on ``Phi(a) - e^eps Phi(a - mu)``, ``a = mu/2 - eps/mu``, at each ``eps`` of an
-    array: the computation and error terms of :func:`mechanisms.gaussian.analytic_gaussian_delta_bounds` (which
-    states them), element by element."""
-    eps = np.asarray(epsilon, dtype=np.float64)
-    with np.errstate(under="ignore", over="ignore", invalid="ignore"):  # searches probe huge epsilons: nan there
-        a = 0.5 * mu - eps / mu
-        b = a - mu
-        la, lb = special.log_ndtr(a), special.log_ndtr(b)
-        reach = abs(mu) + np.abs(eps / mu) + 1.0
-        err_a = 2.0 * (1e-13 * np.abs(la) + 4.0 * _U * (np.abs(a) + reach) * (np.abs(a) + 1.0))
-        err_b = 2.0 * (1e-13 * np.abs(lb) + 4.0 * _U * (np.abs(b) + reach) * (np.abs(b) + 1.0))
-        z = eps + lb - la
-        z_err = err_a + err_b + 4.0 * _U * (np.abs(eps) + np.abs(lb) + np.abs(la))
-        if upper:
-            value = _logmath.round_up(np.exp(la + err_a) * -np.expm1(np.minimum(z - z_err, 0.0)), 16)
-            # (an argument so large that the error terms overflow leaves nan: 1 is a bound there)
-            return np.where(np.isnan(value), 1.0, np.minimum(np.maximum(value, 5e-324), 1.0))
-        value = np.exp(la - err_a) * -np.expm1(np.minimum(z + z_err, 0.0))
-        value = np.nextafter(np.nextafter(value * (1.0 - 16.0 * _U), 0.0), 0.0)
-        return np.where(np.isnan(value), 0.0, np.maximum(value, 0.0))
 
 
 def _down(value):
@@ -113,16 +91,17 @@ def _profile_nonnegative(mu, q, eps, remove, upper):
             e1 = np.where(big, eps - math.log(q) + np.log1p((q - 1.0) * np.exp(-np.where(big, eps, 0.0))),
                           np.log1p(np.expm1(np.where(big, 0.0, eps)) / q))
         if upper:
-            high = gaussian_delta_bound(mu, np.maximum(e1 * (1.0 - 8 * _U), 0.0), True)
+            high = analytic_gaussian_delta_bound(mu, np.maximum(e1 * (1.0 - 8 * _U), 0.0), True)
             return np.minimum(np.where(high > 0.0, _logmath.round_up(high * q, 8), 0.0), 1.0)
-        return _down(gaussian_delta_bound(mu, e1 * (1.0 + 8 * _U), False) * q)
+        return _down(analytic_gaussian_delta_bound(mu, e1 * (1.0 + 8 * _U), False) * q)
     # add: c = e^eps (q + expm1(-eps)) and g'' = q / (q + expm1(-eps)); c <= 0 gives 0
     m1 = np.expm1(-eps)
     room = 4.0 * _U * (q + np.abs(m1))
     c = q + m1 + room if upper else q + m1 - room
     safe = np.where(c > 0.0, c, 1.0)
     log_ratio = np.log(q / safe) + (-4.0 if upper else 4.0) * _U * (abs(math.log(q)) + 1.0)
-    value = gaussian_delta_bound(mu, np.maximum(log_ratio, 0.0), upper) * np.exp(np.minimum(eps, 700.0)) * safe
+    value = analytic_gaussian_delta_bound(mu, np.maximum(log_ratio, 0.0), upper)
+    value = value * np.exp(np.minimum(eps, 700.0)) * safe
     if upper:
         value = np.minimum(np.where(value > 0.0, _logmath.round_up(value, 16), 0.0), 1.0)
     else:
@@ -191,7 +170,6 @@ class _Cells:
     0) and the two end cells, fixed for every epsilon."""
 
     def __init__(self, mu, q, remove, x):
-        self.x = x
         width = x[1:] - x[:-1]  # exact: both ends are multiples of the width
         l_val, l_err = _log_lambda(x, mu, q)
         # P-masses of the cells: interior, then (-inf, x_0] and [x_N, inf)
@@ -251,21 +229,22 @@ def _evaluation_points(epsilon, log_y, log_y_err):
     return centre - err, centre + err
 
 
+def _sum_and_slack(terms):
+    """numpy's sum of float terms and ``gamma_(n-1)`` of the sum of their magnitudes, a bound on its error in any
+    order of summation (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. (4.4)), that magnitude
+    sum taken ``1.01`` times (its own rounding)."""
+    return float(np.sum(terms)), (terms.size + 2) * _U * 1.01 * float(np.sum(np.abs(terms)))
+
+
 def _sum_up(terms):
-    """An upper bound on the exact sum of float terms: numpy's sum plus ``gamma_(n-1)`` of the sum of their magnitudes
-    (any order of summation, Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. (4.4)), that
-    magnitude sum taken ``1.01`` times (its own rounding), and one more ulp."""
-    n = terms.size
-    total = float(np.sum(terms))
-    slack = (n + 2) * _U * 1.01 * float(np.sum(np.abs(terms)))
+    """An upper bound on the exact sum of float terms (:func:`_sum_and_slack`, one more ulp)."""
+    total, slack = _sum_and_slack(terms)
     return float(np.nextafter(total + slack, np.inf))
 
 
 def _sum_down(terms):
-    """A lower bound on the exact sum of float terms (:func:`_sum_up` mirrored)."""
-    n = terms.size
-    total = float(np.sum(terms))
-    slack = (n + 2) * _U * 1.01 * float(np.sum(np.abs(terms)))
+    """A lower bound on the exact sum of float terms (:func:`_sum_and_slack`, one more ulp)."""
+    total, slack = _sum_and_slack(terms)
     return float(np.nextafter(total - slack, -np.inf))
 
 
