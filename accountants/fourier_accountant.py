@@ -15,6 +15,11 @@ Paths, by ledger:
 * a single run of a mechanism with an exact profile (``Mechanism.has_exact_profile``: the Gaussian, the Laplace
   mechanism and their Poisson-subsampled versions): that profile, with its rounding bounded
   (``Mechanism.delta_bounds_one_run``);
+* a few runs of Poisson-subsampled Gaussians narrow enough that inversion would be slow
+  (:meth:`FourierAccountant._few_runs`): two runs with the second run's exact profile
+  (:mod:`accountants.two_runs`), three to four (seven of the narrowest) on privacy buckets cut to a window around
+  epsilon, second order at both ends (:mod:`accountants.windowed_buckets`); an interval wider than ``rtol`` there
+  is intersected with the other paths';
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
 * only two-point entries (at most ``MAX_ATOMS`` composed outcomes, not counting the group of most runs, which is
@@ -103,6 +108,7 @@ from dpledger.accountants.report import BoundKind, PrivacyReport
 from dpledger.accountants.risk import tradeoff_lower_bound
 from dpledger.accountants.two_point_ledger import MAX_ATOMS, LedgerMax, TwoPointLedger, enumerated_outcomes
 from dpledger.accountants.two_runs import NARROW, TwoRunLedger, narrowness
+from dpledger.accountants.windowed_buckets import MAX_RUNS, WindowedLedger, faster_than_inversion
 from dpledger.mechanisms import _logmath, _tilts, _validate, closed_form_enclosures, privacy_loss
 from dpledger.mechanisms.base import Mechanism
 from dpledger.mechanisms.composition import composed_delta
@@ -612,7 +618,7 @@ class FourierAccountant:
         add-or-remove-one: the larger of the remove and add directions (thesis Thm 3.3.5)."""
         epsilon = _validate.nonnegative(epsilon, "epsilon", "FourierAccountant.get_delta")
         charged = self.charged_delta
-        self._derived["rdp_cap"] = self._derived["bucketed"] = self._derived["two_runs_wide"] = False
+        self._derived["rdp_cap"] = self._derived["bucketed"] = self._derived["few_runs_wide"] = False
         core = self._core_delta_bounds(epsilon)
         if charged:
             # P = (1 - c) P' + c P'': delta <= delta' + c; the missing mass may sit anywhere, so no lower bound.
@@ -652,17 +658,26 @@ class FourierAccountant:
         core = self._cores[original][0]
         return core if n == 1 and core.has_exact_profile else None
 
-    def _two_runs(self):
-        """The ledger's :class:`accountants.two_runs.TwoRunLedger` if it is two runs of Poisson-subsampled Gaussians
+    def _few_runs(self):
+        """The ledger's few-run path if it is a few runs of Poisson-subsampled Gaussians
         (:meth:`~mechanisms.base.Mechanism.poisson_gaussian_parameters`) narrow enough that inversion would be the
-        slower path (:func:`accountants.two_runs.narrowness`), else None; kept until the ledger changes."""
-        if "two_runs" not in self._derived:
+        slower path (:func:`accountants.two_runs.narrowness`,
+        :func:`accountants.windowed_buckets.faster_than_inversion`), else None: two runs take
+        :class:`accountants.two_runs.TwoRunLedger` (the second run exact), more
+        :class:`accountants.windowed_buckets.WindowedLedger`; kept until the ledger changes."""
+        if "few_runs" not in self._derived:
             runs = [(self._cores[m][0].poisson_gaussian_parameters(), n) for m, n in self._entries.items()]
-            pairs = [p for p, n in runs for _ in range(n)] if sum(n for _, n in runs) == 2 else []
-            usable = len(pairs) == 2 and all(p is not None and p[0] <= TwoSubsampledGaussians.MAX_MU for p in pairs)
-            usable = usable and max(narrowness(*p) for p in pairs) >= NARROW
-            self._derived["two_runs"] = TwoRunLedger(*pairs) if usable else None
-        return self._derived["two_runs"]
+            count = sum(n for _, n in runs)
+            usable = 2 <= count <= MAX_RUNS and all(
+                p is not None and p[0] <= TwoSubsampledGaussians.MAX_MU for p, _ in runs)
+            narrow = max(narrowness(*p) for p, _ in runs) if usable else 0.0
+            if not (narrow >= NARROW and (count == 2 or faster_than_inversion(count, narrow))):
+                self._derived["few_runs"] = None
+            elif count == 2:
+                self._derived["few_runs"] = TwoRunLedger(*[p for p, n in runs for _ in range(n)])
+            else:
+                self._derived["few_runs"] = WindowedLedger([(mu, q, n) for (mu, q), n in runs])
+        return self._derived["few_runs"]
 
     def _one_run_delta(self, core, epsilon):
         parts = [core.delta_bounds_one_run(epsilon, d) for d in Direction]
@@ -706,18 +721,18 @@ class FourierAccountant:
         one = self._one_run()
         if one is not None:
             return self._one_run_delta(one, epsilon)
-        two = self._two_runs()
-        if two is not None:
-            lower, upper = two.delta_bounds(epsilon, self._rtol)
+        few = self._few_runs()
+        if few is not None:
+            lower, upper = few.delta_bounds(epsilon, self._rtol)
             if upper - lower <= self._rtol * upper:
                 return Bounds(lower, upper, upper)
-            self._derived["two_runs"], self._derived["two_runs_wide"] = None, True  # as for epsilon
+            self._derived["few_runs"], self._derived["few_runs_wide"] = None, True  # as for epsilon
             try:
                 other = self._core_delta_bounds(epsilon)
             except (AccuracyError, NumericalError):
                 return Bounds(lower, upper, upper)
             finally:
-                self._derived["two_runs"] = two
+                self._derived["few_runs"] = few
             lower, upper = max(lower, other.lower), min(upper, other.upper)
             return Bounds(min(lower, upper), upper, upper)
         lattice = self._two_point_lattice()
@@ -845,7 +860,7 @@ class FourierAccountant:
         """
         delta = _validate.open_unit_interval(delta, "delta", "FourierAccountant.get_epsilon")
         charged = self.charged_delta
-        self._derived["rdp_cap"] = self._derived["bucketed"] = self._derived["two_runs_wide"] = False
+        self._derived["rdp_cap"] = self._derived["bucketed"] = self._derived["few_runs_wide"] = False
         if not charged:
             return self._rdp_capped(self._core_epsilon_bounds(delta), lambda rdp: rdp.get_epsilon(delta), True)
         if delta <= charged:
@@ -860,23 +875,23 @@ class FourierAccountant:
         one = self._one_run()
         if one is not None:
             return self._one_run_epsilon(one, delta)
-        two = self._two_runs()
-        if two is not None:
-            lower, upper = two.epsilon_bounds(delta, self._rtol)
+        few = self._few_runs()
+        if few is not None:
+            lower, upper = few.epsilon_bounds(delta, self._rtol)
             upper = min(upper, self.pure_epsilon())
-            two_bounds = Bounds(min(lower, upper), upper, upper)
+            few_bounds = Bounds(min(lower, upper), upper, upper)
             if upper - lower <= self._rtol * upper:
-                return two_bounds
-            # a delta near the float64 floor (the cells' masses are bounded by 1e-300 below that): the other paths
-            # too, and both intervals kept
-            self._derived["two_runs"], self._derived["two_runs_wide"] = None, True
+                return few_bounds
+            # a delta near the float64 floor (the cells' masses are bounded by 1e-300 below that), or a grid at the
+            # floor of its bucket masses' enclosures: the other paths too, and both intervals kept
+            self._derived["few_runs"], self._derived["few_runs_wide"] = None, True
             try:
                 other = self._core_epsilon_bounds(delta)
             except (AccuracyError, NumericalError):
-                return two_bounds  # proven, if wide: the others could not answer at all
+                return few_bounds  # proven, if wide: the others could not answer at all
             finally:
-                self._derived["two_runs"] = two
-            lower, upper = max(two_bounds.lower, other.lower), min(two_bounds.upper, other.upper)
+                self._derived["few_runs"] = few
+            lower, upper = max(few_bounds.lower, other.lower), min(few_bounds.upper, other.upper)
             return Bounds(min(lower, upper), upper, upper)
         lattice = self._two_point_lattice()
         if lattice is not None:
@@ -951,10 +966,17 @@ class FourierAccountant:
             return ("exact privacy profile of the single run (Poisson subsampling: thesis Thm 3.3.5's pairs, whose "
                     "hockey-stick divergences are the base's at a transformed epsilon; the analytic Gaussian, Balle "
                     "& Wang 2018, Thm 8; the Laplace pair's 1 - e^((eps - t)/2)), float64 rounding bounded")
-        if self._two_runs() is not None:
-            wide = "" if not self._derived.get("two_runs_wide") else (
-                "; wider than rtol there (a delta near the float64 floor), so intersected with the proven interval of "
-                "the other paths (Fourier inversion, privacy buckets) where they answered")
+        few = self._few_runs()
+        if few is not None:
+            wide = "" if not self._derived.get("few_runs_wide") else (
+                "; wider than rtol there (a delta near the float64 floor, or a grid at the floor of its masses' "
+                "enclosures), so intersected with the proven interval of the other paths (Fourier inversion, privacy "
+                "buckets) where they answered")
+            if isinstance(few, WindowedLedger):
+                return ("a few runs of Poisson-subsampled Gaussians: privacy buckets on a window around epsilon "
+                        "(atoms beyond it lumped exactly or dropped), connect-the-dots above and Jensen's inequality "
+                        "with paired buckets below, both of second order (accountants.windowed_buckets), composed by "
+                        f"tilted FFT with its error bounded, float64 rounding bounded{wide}")
             return ("two runs of Poisson-subsampled Gaussians: the second run's exact privacy profile integrated "
                     "against the first run's output law, cut into cells (chords above, Jensen's inequality below; "
                     f"accountants.two_runs), float64 rounding bounded{wide}")

@@ -168,13 +168,11 @@ def _power(m, count):
         base = _convolve(base, base)
 
 
-def _discretise(mechanism, direction, h, floor, cap):
-    """``(upper, lower)`` measures of one run on the grid ``k h``, ``floor <= k h <= cap`` (module docstring)."""
-    k0, k1 = math.floor(floor / h), math.ceil(cap / h)
-    edges = np.arange(k0, k1 + 1, dtype=np.float64) * h
-    b = mechanism.loss_buckets(edges, direction)
+def _connect_the_dots(b, edges, h):
+    """The connect-the-dots spread (module docstring) of the interior buckets ``1 .. n-1`` of :class:`LossBuckets`
+    ``b`` on the grid ``edges`` (``n`` points ``h`` apart): masses at each edge, bounded above (the first and last
+    buckets are the caller's)."""
     n = edges.size
-    # interior buckets (e_(i-1), e_i], i = 1 .. n-1: connect-the-dots split between e_(i-1) and e_i
     a_edges = edges[:-1]
     one_minus = float(-np.expm1(-h))  # 1 - e^-h, within 2u
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
@@ -192,11 +190,19 @@ def _discretise(mechanism, direction, h, floor, cap):
     # the two shares need not exceed the bucket's mass: p_a no more than m_hi - p_b (module docstring)
     p_a = np.minimum(p_a, np.maximum(m_hi * (1.0 + 4 * _U) - p_b, 0.0))
     up = np.zeros(n)
-    up[0] = b.p_upper[0]
     up[:-1] += p_a
     up[1:] += p_b
-    up *= 1.0 + 4 * _U  # the two additions per point
-    upper = _Measure(k0, up, float(b.p_upper[n]), True)
+    return up * (1.0 + 4 * _U)  # the two additions per point
+
+
+def _discretise(mechanism, direction, h, floor, cap):
+    """``(upper, lower)`` measures of one run on the grid ``k h``, ``floor <= k h <= cap`` (module docstring)."""
+    k0, k1 = math.floor(floor / h), math.ceil(cap / h)
+    edges = np.arange(k0, k1 + 1, dtype=np.float64) * h
+    b = mechanism.loss_buckets(edges, direction)
+    up = _connect_the_dots(b, edges, h)
+    up[0] += b.p_upper[0] * (1.0 + 4 * _U)  # the lowest bucket at e_0 (its sum with the spread's share rounded)
+    upper = _Measure(k0, up, float(b.p_upper[edges.size]), True)
     lower = _Measure(k0, b.down[1:].astype(np.float64), 0.0, False)
     return _truncate(upper), _truncate(lower)
 

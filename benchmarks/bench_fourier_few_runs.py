@@ -1,12 +1,13 @@
 """Few runs of little noise and a small sampling probability (issue 14, item 2): the corner where the
 characteristic function barely decays and Fourier inversion cannot reach ``rtol`` with ``max_terms`` nodes. Two runs
-take the exact second run (``accountants.two_runs``, path ``two runs``); three runs the privacy buckets and what
-inversion can add. Each query once, in this warm process:
+take the exact second run (``accountants.two_runs``, path ``two runs``); three or four (up to seven of the
+narrowest) privacy buckets on a window around epsilon (``accountants.windowed_buckets``, path ``windowed``); more,
+inversion. Each query once, in this warm process:
 
 * dpledger: ``FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), runs)``, a fresh
   accountant per query; ``epsilon_bounds(1e-5)``, then ``delta_bounds`` at that upper epsilon on another fresh
   accountant; the interval, its width relative to its upper end, the path the report names (``two runs``,
-  ``inversion``, ``buckets`` or ``buckets+inversion``) and the wall and CPU time;
+  ``windowed``, ``inversion``, ``buckets`` or ``buckets+inversion``) and the wall and CPU time;
 * dp_accounting's ``PLDAccountant()`` (default discretisation, pessimistic) on the same ledger, same queries, its
   wall time.
 
@@ -18,11 +19,13 @@ import warnings
 
 from benchmarks._common import Section, machine_line, markdown_table, optional_import, render_sections
 from dpledger.accountants import FourierAccountant
+from dpledger.accountants.two_runs import TwoRunLedger
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 
 DELTA = 1e-5
 #: (sigma, q, runs): the corner, and cells next to it that inversion reaches with three runs or more.
-CELLS = ((0.6, 1e-4, 2), (0.6, 1e-4, 3), (0.5, 3e-4, 2), (0.6, 1e-3, 2), (0.6, 1e-3, 3), (1.0, 1e-3, 2))
+CELLS = ((0.6, 1e-4, 2), (0.6, 1e-4, 3), (0.6, 1e-4, 4), (0.6, 1e-4, 6), (0.5, 3e-4, 2), (0.6, 1e-3, 2), (0.6, 1e-3, 3),
+         (0.6, 1e-3, 4), (1.0, 1e-3, 2), (1.0, 1e-3, 3))
 
 
 def _ledger(sigma, q, runs):
@@ -30,8 +33,12 @@ def _ledger(sigma, q, runs):
 
 
 def _path(acc):
-    """The path the report names: ``two runs`` (accountants.two_runs), else the inversion or buckets path."""
-    return "two runs" if acc._derived.get("two_runs") is not None else acc._derived.get("path", "")
+    """The path the report names: ``two runs`` (accountants.two_runs), ``windowed`` (accountants.windowed_buckets),
+    else the inversion or buckets path."""
+    few = acc._derived.get("few_runs")
+    if few is not None:
+        return "two runs" if isinstance(few, TwoRunLedger) else "windowed"
+    return acc._derived.get("path", "")
 
 
 def _timed(call):

@@ -96,7 +96,7 @@ def test_a_plan_at_the_damping_cap_is_not_tried_where_delta_is_far_below_its_bou
     from dpledger.accountants import _fourier_search
     from dpledger.mechanisms import Direction, GaussianMechanism, PoissonSubsampled
 
-    monkeypatch.setattr(FourierAccountant, "_two_runs", lambda self: None)  # the inversion's path, not two_runs'
+    monkeypatch.setattr(FourierAccountant, "_few_runs", lambda self: None)  # the inversion's path
     accountant = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=3.0), 1e-4), 2)
     (_, lm, _), = [d for d in accountant._directions() if d[0] is Direction.REMOVE]
     chernoff = _fourier_search.chernoff_log_delta(lambda k: lm(k.astype(np.complex128)), 1.0, 64.0)

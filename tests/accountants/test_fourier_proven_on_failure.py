@@ -263,7 +263,7 @@ def test_a_search_short_of_nodes_stops_and_the_buckets_answer_within_the_exact_p
     delta at its upper end and above it at its lower end."""
     from tests.oracles import privacy_profiles as pp
 
-    monkeypatch.setattr(FourierAccountant, "_two_runs", lambda self: None)  # the inversion's path, not two_runs'
+    monkeypatch.setattr(FourierAccountant, "_few_runs", lambda self: None)  # the inversion's path
     made = record_plan_terms(monkeypatch, search)
     acc = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(0.6), 1e-4), 2)
     b = acc.epsilon_bounds(DELTA)

@@ -39,7 +39,7 @@ def test_the_cap_stays_above_the_exact_delta(monkeypatch):
     # two steps of a subsampled Gaussian at a large epsilon (delta ~ 1e-251): the buckets leave [0, ~1e-26]; the
     # RDP bound is smaller and still above the exact value (mpmath). Narrow two-run ledgers take accountants.two_runs
     # (a proven interval within rtol, tests/accountants/test_two_runs.py): the buckets' path is kept here by hand
-    monkeypatch.setattr(FourierAccountant, "_two_runs", lambda self: None)
+    monkeypatch.setattr(FourierAccountant, "_few_runs", lambda self: None)
     entries = [(PoissonSubsampled(GaussianMechanism(sigma=2.0), 1e-3), 2)]
     fourier, rdp = _both(entries)
     bounds = fourier.delta_bounds(10.0)

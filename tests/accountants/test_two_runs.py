@@ -78,7 +78,7 @@ def test_two_different_subsampled_gaussians_take_the_same_path():
     acc = FourierAccountant()
     acc.compose(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4))
     acc.compose(PoissonSubsampled(GaussianMechanism(sigma=2.0, sensitivity=2.0), 0.01))
-    assert acc._two_runs() is not None
+    assert acc._few_runs() is not None
     b = acc.epsilon_bounds(1e-5)
     # the same ledger the other way round: the first run is the one cut into cells, the answer is the same
     other = FourierAccountant()
@@ -89,19 +89,18 @@ def test_two_different_subsampled_gaussians_take_the_same_path():
     assert b.upper - b.lower <= 1e-6 * b.upper
 
 
-@pytest.mark.parametrize("ledger", [
-    [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 3)],
+@pytest.mark.parametrize("ledger", [  # three runs: tests/accountants/test_windowed_buckets.py
     [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 1), (GaussianMechanism(sigma=3.0), 1)],
     [(PoissonSubsampled(GaussianMechanism(sigma=0.6), 1e-4), 1), (PoissonSubsampled(LaplaceMechanism(1.0), 0.1), 1)],
     [(PoissonSubsampled(GaussianMechanism(sigma=0.04), 0.1), 2)],  # noise multiplier below 0.05
     [(PoissonSubsampled(GaussianMechanism(sigma=1.0), 0.01), 2)],  # wide enough that inversion is faster (94)
     [(PoissonSubsampled(GaussianMechanism(sigma=2.0), 0.1), 2)],
 ])
-def test_other_ledgers_do_not_take_the_two_run_path(ledger):
+def test_other_ledgers_do_not_take_a_few_run_path(ledger):
     acc = FourierAccountant()
     for mechanism, count in ledger:
         acc.compose(mechanism, count)
-    assert acc._two_runs() is None
+    assert acc._few_runs() is None
 
 
 
@@ -112,7 +111,7 @@ def test_a_two_run_interval_wider_than_rtol_is_intersected_with_the_other_paths(
     1e-300), the inversion and the buckets answer too and the intersection of the proven intervals is reported."""
     acc = _ledger(1.0, 1e-3)  # narrow enough for the two-run path (narrowness 166), inverted in 0.2 s
     reference = _ledger(1.0, 1e-3)
-    monkeypatch.setattr(reference, "_two_runs", lambda: None)
+    monkeypatch.setattr(reference, "_few_runs", lambda: None)
     if query == "epsilon":
         monkeypatch.setattr(TwoRunLedger, "epsilon_bounds", lambda self, delta, rtol: (1e-3, 10.0))
         got, other = acc.epsilon_bounds(1e-5), reference.epsilon_bounds(1e-5)
@@ -121,7 +120,7 @@ def test_a_two_run_interval_wider_than_rtol_is_intersected_with_the_other_paths(
         monkeypatch.setattr(TwoRunLedger, "delta_bounds", lambda self, epsilon, rtol: (1e-9, 0.5))
         got, other = acc.delta_bounds(0.01), reference.delta_bounds(0.01)
         assert got.lower == max(1e-9, other.lower) and got.upper == other.upper < 0.5
-    assert acc._two_runs() is not None  # the ledger's two-run path is kept for the next query
+    assert acc._few_runs() is not None  # the ledger's two-run path is kept for the next query
     assert "intersected with the proven interval of the other paths" in acc._method()  # the report says so
     monkeypatch.undo()
     acc.epsilon_bounds(1e-5)  # the next query, within rtol, does not

@@ -69,7 +69,7 @@ def rounded_dampings(monkeypatch):
         return plan
 
     # the cases are two runs: kept on the inversion they test (two subsampled Gaussians take accountants.two_runs)
-    monkeypatch.setattr(FourierAccountant, "_two_runs", lambda self: None)
+    monkeypatch.setattr(FourierAccountant, "_few_runs", lambda self: None)
     monkeypatch.setattr(_tilts, "exact_tilt", _inexact_tilt)  # fourier_accountant.py calls _tilts.exact_tilt
     monkeypatch.setattr(_fourier_search, "exact_tilt", _inexact_tilt)
     monkeypatch.setattr(fourier_inversion, "exact_tilt", _inexact_tilt)

@@ -1,0 +1,207 @@
+"""A few runs of Poisson-subsampled Gaussians on a window (accountants/windowed_buckets.py): the two measures' order
+on random atoms (hypothesis), the count-2 mpmath oracle, the inversion's independent proven interval on three runs,
+second order, routing, reports and the fallback."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpledger.accountants import FourierAccountant
+from dpledger.accountants import windowed_buckets as wb
+from dpledger.accountants.privacy_buckets import _connect_the_dots
+from dpledger.accountants.report import BoundKind
+from dpledger.accountants.two_runs import TwoRunLedger, narrowness
+from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+from dpledger.mechanisms.loss_buckets import LossBuckets
+from tests.oracles.privacy_profiles import subsampled_gaussian_profile
+
+
+def _ledger(sigma, q, count):
+    acc = FourierAccountant()
+    acc.compose(PoissonSubsampled(GaussianMechanism(sigma=sigma), q), count)
+    return acc
+
+
+def _inverted(sigma, q, count, monkeypatch):
+    """The same ledger answered by the other paths (inversion, buckets): an independent proof."""
+    acc = _ledger(sigma, q, count)
+    monkeypatch.setattr(acc, "_few_runs", lambda: None)
+    return acc
+
+
+# ------------------------------------------------------------------ the two measures, on atoms known exactly
+def _buckets_of_atoms(losses, masses, edges):
+    """LossBuckets of a discrete law: each bucket's P-mass and Q-mass (sum of m e^-l), widened by 1e-12."""
+    index = np.searchsorted(edges, losses, side="left")  # bucket i = (e_(i-1), e_i]
+    p = np.bincount(index, weights=masses, minlength=edges.size + 1)
+    r = np.bincount(index, weights=masses * np.exp(-losses), minlength=edges.size + 1)
+    return LossBuckets(p * (1 + 1e-12), p * (1 - 1e-12), r * (1 + 1e-12), r * (1 - 1e-12), p * (1 - 1e-12))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0005, 0.0395), st.floats(1e-3, 1.0)), min_size=1, max_size=40),
+       st.floats(-0.01, 0.05), st.sampled_from([8, 9, 40]))
+def test_the_lower_measure_is_below_and_the_upper_above_the_law_for_every_epsilon(atoms, epsilon, points):
+    """Jensen's pairs (module docstring) lower and connect-the-dots raises ``E[(1 - e^(eps - L))_+]`` (every
+    convex non-increasing function of ``e^-L`` of that family) on random discrete laws, odd and even bucket counts."""
+    h = 0.04 / (points - 1)
+    edges = np.arange(points, dtype=np.float64) * h
+    losses = np.array([a for a, _ in atoms])
+    losses = losses[(losses > edges[0]) & (losses <= edges[-1])]
+    masses = np.array([m for a, m in atoms if edges[0] < a <= edges[-1]])
+    b = _buckets_of_atoms(losses, masses, edges)
+    low, up = wb._jensen_pairs(b, edges), _connect_the_dots(b, edges, h)
+
+    def value(where, mass):
+        return float(np.sum(mass * np.maximum(-np.expm1(epsilon - where), 0.0)))
+
+    exact = value(losses, masses)
+    assert value(edges, low) <= exact * (1 + 1e-9) + 1e-15
+    assert value(edges, up) >= exact * (1 - 1e-9) - 1e-15
+    assert float(np.sum(low)) <= float(np.sum(masses)) * (1 + 1e-9)  # no mass is made up below
+
+
+def test_the_pairs_are_second_order_on_a_smooth_law():
+    """A smooth law cut ever finer: the lower measure's error falls about sixteenfold per two halvings (the leftovers
+    are of order h and move at most h; the pairs span two steps, so where the kink of ``(1 - e^(eps - l))_+`` falls
+    among them makes single halvings uneven: 6.2x then 2.4x here), as the upper's does."""
+    fine = np.linspace(0.0, 1.0, 200001)[1:]
+    weights = np.exp(-8.0 * fine) * 1e-5
+    exact = float(np.sum(weights * -np.expm1(0.3 - fine) * (fine > 0.3)))
+    errors = {}
+    for h in (2.0**-6, 2.0**-8, 2.0**-10):
+        edges = np.arange(0.0, 1.0 + h / 2, h)
+        b = _buckets_of_atoms(fine, weights, edges)
+        f = np.maximum(-np.expm1(0.3 - edges), 0.0)
+        errors[h] = (exact - float(np.sum(wb._jensen_pairs(b, edges) * f)),
+                     float(np.sum(_connect_the_dots(b, edges, h) * f)) - exact)
+    for coarse, finer in ((2.0**-6, 2.0**-8), (2.0**-8, 2.0**-10)):
+        for side in (0, 1):
+            assert errors[coarse][side] > 0.0 and 10.0 < errors[coarse][side] / errors[finer][side] < 25.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(65, 400), st.integers(65, 400), st.floats(0.0, 4000.0), st.integers(0, 2**32 - 1))
+def test_each_convolved_entry_is_bounded_in_its_measures_direction(n_a, n_b, theta, seed):
+    """Tilted FFT convolution: every entry of the upper result at or above the exact one and of the lower at or
+    below, on vectors whose entries span 30 orders of magnitude (where the FFT's rounding, relative to the largest
+    entries, swamps the small ones unless its bound is added); the reference is the direct sum of non-negative
+    terms (within 1e-13 relative)."""
+    rng = np.random.default_rng(seed)
+    h = 2.0**-14
+    a = rng.random(n_a) * 10.0 ** -rng.uniform(0.0, 30.0, n_a)
+    b = rng.random(n_b) * 10.0 ** -rng.uniform(0.0, 30.0, n_b)
+    theta = min(theta, wb.MAX_TILT / ((n_a + n_b) * h))
+    exact = np.convolve(a, b)
+    up, low = wb._convolve(a, b, h, theta, True), wb._convolve(a, b, h, theta, False)
+    assert np.all(up >= exact * (1 - 1e-13)) and np.all(low <= exact * (1 + 1e-13)) and np.all(low >= 0.0)
+
+
+def test_the_add_direction_brackets_the_oracle_where_it_matters():
+    """At epsilon below the sum of the runs' reaches the add direction's delta is not 0: its window (atoms whose
+    loss cannot reach epsilon dropped) brackets the count-2 oracle's add direction."""
+    from tests.oracles.privacy_profiles import subsampled_gaussian_delta_direction
+
+    ledger = wb.WindowedLedger([(1.0, 0.01, 2)])
+    epsilon = 0.004  # the reach is 2 x 0.01005
+    exact = subsampled_gaussian_delta_direction(epsilon, 0.01, 1.0, 2, "add")
+    h = 2.0**-18
+    lower = ledger._compose(False, epsilon, epsilon, h, 0.0, False).delta(epsilon)
+    upper = ledger._compose(False, epsilon, epsilon, h, 0.0, True).delta(epsilon)
+    assert lower <= exact <= upper and upper - lower <= 1e-6 * upper
+
+
+# ------------------------------------------------------------------ against the mpmath oracle and inversion
+def test_two_runs_bracket_the_count_2_oracle():
+    """Two runs (the window's lumps and drops, the convolution and both measures): epsilon within rtol, its ends on
+    either side of the oracle's crossing; delta at epsilon 0 and at the answer meets the two-run path's proven
+    interval (the second run exact, accountants.two_runs)."""
+    ledger = wb.WindowedLedger([(1 / 0.6, 1e-4, 2)])
+    lower, upper = ledger.epsilon_bounds(1e-5, 1e-6)
+    assert upper - lower <= 1e-6 * upper
+    assert subsampled_gaussian_profile(upper, 1e-4, 0.6, 2) <= 1e-5 < subsampled_gaussian_profile(lower, 1e-4, 0.6, 2)
+    exact_second = TwoRunLedger((1 / 0.6, 1e-4), (1 / 0.6, 1e-4))
+    for epsilon, width in ((0.0, 2e-6), (upper, 1e-6)):  # at 0 the masses' enclosures floor it at 1.03e-6
+        d_lo, d_hi = ledger.delta_bounds(epsilon, 1e-6)
+        o_lo, o_hi = exact_second.delta_bounds(epsilon, 1e-8)
+        assert max(d_lo, o_lo) <= min(d_hi, o_hi) and d_hi - d_lo <= width * d_hi
+
+
+@pytest.mark.parametrize("sigma, q", [(1.0, 1e-3), (0.6, 1e-3)])
+def test_three_runs_agree_with_the_inversions_proven_interval(sigma, q, monkeypatch):
+    """Three runs: the inversion's interval (1e-8 wide at sigma 1, q 1e-3) and the window's are two independent
+    proofs of the same epsilon, so they must meet; the window's is within rtol. Sigma 0.6, q 1e-3 also makes the
+    window grow (epsilon 0.186 against a first window of 0.048)."""
+    got = wb.WindowedLedger([(1 / sigma, q, 3)]).epsilon_bounds(1e-5, 1e-6)
+    other = _inverted(sigma, q, 3, monkeypatch).epsilon_bounds(1e-5)
+    assert got[1] - got[0] <= 1e-6 * got[1]
+    assert max(got[0], other.lower) <= min(got[1], other.upper)
+
+
+def test_the_delta_query_agrees_with_the_inversion(monkeypatch):
+    d_lo, d_hi = wb.WindowedLedger([(1.0, 1e-3, 3)]).delta_bounds(0.0147, 1e-6)
+    other = _inverted(1.0, 1e-3, 3, monkeypatch).delta_bounds(0.0147)
+    assert d_hi - d_lo <= 1e-6 * d_hi
+    assert max(d_lo, other.lower) <= min(d_hi, other.upper)
+
+
+def test_runs_of_different_mechanisms_in_either_order_agree():
+    first = wb.WindowedLedger([(1 / 0.6, 1e-4, 2), (1.0, 1e-3, 1)]).epsilon_bounds(1e-5, 1e-6)
+    second = wb.WindowedLedger([(1.0, 1e-3, 1), (1 / 0.6, 1e-4, 2)]).epsilon_bounds(1e-5, 1e-6)
+    assert max(first[0], second[0]) <= min(first[1], second[1])
+    assert first[1] - first[0] <= 1e-6 * first[1]
+
+
+def test_two_halvings_of_the_step_take_the_gap_to_a_sixteenth():
+    """Second order end to end: the delta interval of one grid at a quarter of the step is about a sixteenth as
+    wide (single halvings are uneven: the lower measure's pairs span two steps)."""
+    ledger = wb.WindowedLedger([(1 / 0.6, 1e-4, 3)])
+    gaps = []
+    for h in (2.0**-15, 2.0**-17):
+        lower, upper = ledger._pass(0.0043, 0.0043, h, 0.0)
+        gaps.append(upper(0.0043) - lower(0.0043))
+    assert 10.0 < gaps[0] / gaps[1] < 25.0
+
+
+# ------------------------------------------------------------------ the accountant
+@pytest.mark.parametrize("sigma, q, count", [(0.6, 1e-4, 3), (0.6, 1e-4, 6), (0.6, 1e-3, 4)])
+def test_the_few_run_corner_is_answered_on_the_window_within_rtol(sigma, q, count):
+    """Three to six runs of sigma 0.6 (inversion took 4.3 s at q 1e-4 x 3 for an interval 3e-4 wide)."""
+    acc = _ledger(sigma, q, count)
+    assert isinstance(acc._few_runs(), wb.WindowedLedger)
+    report = acc.epsilon_report(1e-5)
+    b = acc.epsilon_bounds(1e-5)
+    assert b.upper - b.lower <= 1e-6 * b.upper
+    assert report.bound is BoundKind.UPPER and report.epsilon == b.upper
+    assert "privacy buckets on a window around epsilon" in report.method and "interval" in report.method
+    assert acc._derived.get("path") is None  # neither the inversion nor the whole-range buckets were run
+
+
+def test_the_routing_follows_the_measured_cells():
+    """Windowed where it was measured faster than inversion (accountants.windowed_buckets.faster_than_inversion),
+    inversion where that was faster."""
+    faster_windowed = [(0.6, 1e-4, 3), (0.6, 1e-4, 6), (0.6, 1e-3, 4), (1.0, 1e-3, 4)]
+    faster_inverted = [(0.6, 1e-4, 8), (0.6, 1e-3, 6), (1.0, 1e-3, 6), (0.6, 1e-4, 10)]
+    assert all(wb.faster_than_inversion(n, narrowness(1 / s, q)) for s, q, n in faster_windowed)
+    assert not any(wb.faster_than_inversion(n, narrowness(1 / s, q)) for s, q, n in faster_inverted)
+    assert _ledger(0.6, 1e-3, 6)._few_runs() is None
+    assert _ledger(2.0, 1e-3, 3)._few_runs() is None  # wide: inverted
+
+
+def test_a_windowed_interval_wider_than_rtol_is_intersected_with_the_other_paths(monkeypatch):
+    acc, reference = _ledger(1.0, 1e-3, 3), _inverted(1.0, 1e-3, 3, monkeypatch)
+    monkeypatch.setattr(wb.WindowedLedger, "epsilon_bounds", lambda self, delta, rtol: (1e-3, 10.0))
+    got, other = acc.epsilon_bounds(1e-5), reference.epsilon_bounds(1e-5)
+    assert got.lower == max(1e-3, other.lower) and got.upper == other.upper < 10.0
+    assert isinstance(acc._few_runs(), wb.WindowedLedger)  # kept for the next query
+    assert "intersected with the proven interval of the other paths" in acc._method()
+
+
+@pytest.mark.parametrize("runs", [[(1.0, 0.0, 3)], [(1.0, 1.0, 3)], [(1.0, 0.1, 0)], [(0.0, 0.1, 3)],
+                                  [(math.inf, 0.1, 3)], [(1.0, 0.1, wb.MAX_RUNS + 1)], []])
+def test_bad_runs_are_refused(runs):
+    with pytest.raises(ValueError):
+        wb.WindowedLedger(runs)
