@@ -73,7 +73,7 @@ _U = 2.0**-53
 MAX_RUNS = 12
 #: Up to this many runs the windowed path is faster than inversion for any narrow ledger (narrowness at least
 #: :data:`accountants.two_runs.NARROW`), and up to ``FEW_NARROWEST`` for the narrowest (at least ``NARROWEST``).
-FEW, FEW_NARROWEST, NARROWEST = 4, 7, 2000.0
+FEW, FEW_NARROWEST, NARROWEST = 4, 6, 1500.0
 #: Window points of the first grid, and the most a refined grid may have.
 FIRST_POINTS, MAX_POINTS = 1 << 12, 1 << 18
 #: Largest window searched for epsilon (beyond it, far from the corner this path is for, the other paths answer).
@@ -91,10 +91,11 @@ TILT_PER_SLOPE = 4.0
 def faster_than_inversion(count: int, narrowness: float) -> bool:
     """Whether ``count`` runs of Poisson-subsampled Gaussians of this :func:`accountants.two_runs.narrowness` (the
     largest over the runs) are answered faster here than by inversion: only the path, never the proof, depends on it.
-    Measured (epsilon at delta 1e-5, this repository's Intel machine, windowed against the other paths): sigma 0.6,
-    q 1e-4 (narrowness 2,527): x3 0.04 s against 4.3 s, x6 0.21 against 1.0, x8 0.30 against 0.25; sigma 0.6, q 1e-3
-    (740): x4 0.13 against 0.75, x6 0.79 against 0.16; sigma 1, q 1e-3 (166): x4 0.04 against 0.12, x6 0.06 against
-    0.04."""
+    Measured (epsilon at delta 1e-5, this repository's Intel machine, windowed against the other paths, seconds):
+    sigma 0.6, q 1e-4 (narrowness 2,527): x4 0.06 against 3.7, x6 0.23 against 1.2, x7 0.27 against 0.25; sigma 0.5,
+    q 3e-4 (1,780): x6 0.60 against 4.5 (and 1e-5 wide), x7 0.86 against 0.51; sigma 0.6, q 1e-3 (740): x4 0.13
+    against 0.76, x5 0.16 against 0.15, x6 0.24 against 0.18; sigma 1, q 1e-3 (166): x4 0.04 against 0.11, x5 0.05
+    against 0.04."""
     return 3 <= count <= FEW or (count <= FEW_NARROWEST and narrowness >= NARROWEST)
 
 

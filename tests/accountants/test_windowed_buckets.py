@@ -183,8 +183,8 @@ def test_the_few_run_corner_is_answered_on_the_window_within_rtol(sigma, q, coun
 def test_the_routing_follows_the_measured_cells():
     """Windowed where it was measured faster than inversion (accountants.windowed_buckets.faster_than_inversion),
     inversion where that was faster."""
-    faster_windowed = [(0.6, 1e-4, 3), (0.6, 1e-4, 6), (0.6, 1e-3, 4), (1.0, 1e-3, 4)]
-    faster_inverted = [(0.6, 1e-4, 8), (0.6, 1e-3, 6), (1.0, 1e-3, 6), (0.6, 1e-4, 10)]
+    faster_windowed = [(0.6, 1e-4, 3), (0.6, 1e-4, 6), (0.5, 3e-4, 6), (0.6, 1e-3, 4), (1.0, 1e-3, 4)]
+    faster_inverted = [(0.6, 1e-4, 8), (0.5, 3e-4, 7), (0.6, 1e-3, 6), (1.0, 1e-3, 5), (0.6, 1e-4, 10)]
     assert all(wb.faster_than_inversion(n, narrowness(1 / s, q)) for s, q, n in faster_windowed)
     assert not any(wb.faster_than_inversion(n, narrowness(1 / s, q)) for s, q, n in faster_inverted)
     assert _ledger(0.6, 1e-3, 6)._few_runs() is None
