@@ -205,7 +205,10 @@ class WindowedLedger:
         """The remove direction's window, ``[-sum a, eps_hi + sum a]`` (the add direction's is narrower)."""
         return eps_hi + 2.0 * sum(self._reach) + 1e-12
 
-    def _compose(self, remove, eps_lo, eps_hi, h, theta, upper):
+    def _compose(self, remove, eps_lo, eps_hi, h, theta, upper, buckets=None):
+        """One direction's composed measure (module docstring); ``buckets`` keeps each run's bucket masses for the
+        other measure of the same grid."""
+        buckets = {} if buckets is None else buckets
         steps = self._steps(h)
         total = sum(steps)
         top, bottom = math.ceil(eps_hi / h), math.floor(eps_lo / h)
@@ -221,7 +224,9 @@ class WindowedLedger:
             key = (mu, q, k0, k1)
             if key not in cache:
                 edges = np.arange(k0, k1 + 1, dtype=np.float64) * h
-                b = subsampled_gaussian_buckets(mu, q, edges, remove)
+                if (key, remove) not in buckets:
+                    buckets[key, remove] = subsampled_gaussian_buckets(mu, q, edges, remove)
+                b = buckets[key, remove]
                 if upper:
                     values = _connect_the_dots(b, edges, h)
                     tail = (float(b.p_upper[-1]), float(b.q_lower[-1]))
@@ -275,7 +280,8 @@ class WindowedLedger:
 
     def _pass(self, eps_lo, eps_hi, h, theta):
         """``(lower, upper)`` delta functions of one grid: the larger of the two directions (thesis Thm 3.3.5)."""
-        measures = {(remove, upper): self._compose(remove, eps_lo, eps_hi, h, theta, upper)
+        buckets = {}
+        measures = {(remove, upper): self._compose(remove, eps_lo, eps_hi, h, theta, upper, buckets)
                     for remove in (True, False) for upper in (True, False)}
 
         def lower(e):
