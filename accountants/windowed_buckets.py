@@ -1,6 +1,7 @@
 """Few runs of Poisson-subsampled Gaussians: privacy buckets on a window around epsilon, second order at both ends.
 
-Three to a dozen runs of little noise and a small sampling probability are the corner left between the two-run
+Three to six runs of little noise and a small sampling probability (up to a dozen are accepted; the accountant
+routes here where this is faster, :func:`faster_than_inversion`) are the corner left between the two-run
 path (:mod:`accountants.two_runs`, exactly two runs) and Fourier inversion (which needs many runs for the
 characteristic function to decay): sigma 0.6, q 1e-4, three runs took 4 s there for an interval 3e-4 wide. The loss
 of such a run piles up in a lump about ``q`` wide at its infimum ``log(1 - q)``, and epsilon is a few hundred lump
@@ -39,7 +40,10 @@ convex and non-increasing in ``y_1`` for any non-negative ``nu_2``, so the runs 
 runs are taken in turn: run ``j``'s window part is discretised and convolved with the partial measure of the runs
 before it, its tail beyond its own window (atoms above ``eps_hi + sum_(others) s_r h``, remove) is lumped against
 that partial measure (``M_t Mass - e^eps S_t Moment``, exact given the partial's masses), and the result is cut to
-the window again (lumped and dropped atoms as above).
+the window again (lumped and dropped atoms as above). Every lump and drop is taken while the runs after it are
+still the true ones (they are replaced by their measures only afterwards), so ``E[Y_rest] = 1`` and the rest's
+supports are the true ones when it is evaluated; the grid's own supports (one step beyond the true ones, hence the
+``+ 1`` in ``s_r = ceil(a / h) + 1``) bound the runs already discretised.
 
 **Float error.** Bucket masses are proven enclosures; each measure takes the bound in its own direction (the
 pairing's ``alpha`` from the ends that make it smaller). Convolutions are numpy FFTs of the *tilted* measures
