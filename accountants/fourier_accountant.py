@@ -62,10 +62,11 @@ exceed its work limit (both found before any node is evaluated). Where every mec
 (:meth:`mechanisms.base.Mechanism.loss_buckets`: the Gaussian, its Poisson-subsampled version, two-point atoms,
 discrete pairs) such ledgers, ledgers whose characteristic functions would only be estimated, and ledgers of
 purely atomic losses (discrete pairs, whose transforms do not decay) are answered by composing proven discretised
-loss distributions instead; their interval is set by the grid (the upper end, connect-the-dots, is the tight one),
-not by ``rtol``. Where the inversion was tried first and failed, what it proved (the error's ``proven``) is
-intersected with that interval, which loose inversions inside it may narrow further (``_via_buckets``). Otherwise
-the request fails with the inversion's error (``AccuracyError`` / ``NumericalError``
+loss distributions instead; their interval is set by the grid (connect-the-dots above; Jensen's pairs below for
+the Gaussian and its Poisson-subsampled version, both of second order; every loss rounded down below otherwise, of
+first order), not by ``rtol``. Where the inversion was tried first and failed, what it proved (the error's
+``proven``) is intersected with that interval, which loose inversions inside it may narrow further
+(``_via_buckets``). Otherwise the request fails with the inversion's error (``AccuracyError`` / ``NumericalError``
 naming RDPAccountant). Ledgers with more than ``MAX_ATOMS`` Laplace atoms and no Gaussian have non-decaying
 characteristic functions; ``max_terms = 2**20`` certifies about rtol 1e-5 at best there: pass a larger ``rtol``.
 """
@@ -990,8 +991,9 @@ class FourierAccountant:
         if path in ("buckets", "buckets+inversion") or (path is None and self._discrete()):
             buckets = ("privacy buckets: the loss distributions discretised on a grid of step "
                        f"{self._buckets().h:g} with proven bucket masses, connect-the-dots for the upper bound and "
-                       "rounding down for the lower (Doroshenko et al. 2022; Meiser & Mohammadi 2018), composed by "
-                       f"FFT with its error bounded ({self._buckets_reason()})")
+                       "Jensen's inequality on paired buckets (Gaussian losses) or rounding down (others) for the "
+                       "lower (Doroshenko et al. 2022; Meiser & Mohammadi 2018), composed by FFT with its error "
+                       f"bounded ({self._buckets_reason()})")
             if path == "buckets+inversion":
                 buckets += ("; intersected with the proven bounds of Fourier inversion (thesis Sec 3.4, "
                             "characteristic functions in closed form or proven enclosures), which could not reach "

@@ -21,14 +21,21 @@ composition (thesis Lemma 3.1.4, Thm 3.3.4: independent losses add):
   CDFs): measured for the with-replacement pair at ``h = 2^-12``, a run's total exceeded 1 by ``1.8e-6``
   (``1.1e-10`` with the cap), which 14,063 runs compound to 2.6 % of delta. ``M - P_b`` is computed from
   ``M (1 + 4u)``, which keeps it at or above its exact value (``fl(A - B) >= (A - B)(1 - u)``).
-* **lower**: every loss rounded down to the grid (Meiser & Mohammadi, CCS 2018, "privacy buckets"), masses
-  taken from below, the lowest bucket dropped.
+* **lower**: where the bucket masses are of the loss itself (:attr:`mechanisms.loss_buckets.LossBuckets.of_loss`:
+  the Gaussian and its Poisson-subsampled version), Jensen's pairs (:func:`_jensen_pairs`): each bucket's mass at
+  its mean ``y = e^-l`` (a contraction), buckets paired across their shared edge and contracted onto it, what is
+  left moved to lower loss; of second order, as the upper measure (:mod:`accountants.windowed_buckets`). Otherwise
+  every loss rounded down to the grid (Meiser & Mohammadi, CCS 2018, "privacy buckets"), masses taken from below,
+  of first order. The lowest bucket is dropped either way.
 
-Both are non-negative measures (not necessarily of total mass 1), and what is kept is the order of their upper
-tails: if ``mu'([t, inf]) >= mu([t, inf])`` for every ``t``, the same holds after convolving both with any
-non-negative measure ``nu`` (``(mu * nu)([t, inf]) = int mu([t - y, inf]) d nu(y)``), and
-``int g d mu' >= int g d mu`` for every non-decreasing ``g >= 0``. Every step below keeps that order
-(upper: ``>=``; lower: ``<=``):
+Both are non-negative measures (not necessarily of total mass 1). The upper one keeps the order of upper tails: if
+``mu'([t, inf]) >= mu([t, inf])`` for every ``t``, the same holds after convolving both with any non-negative
+measure ``nu`` (``(mu * nu)([t, inf]) = int mu([t - y, inf]) d nu(y)``), and ``int g d mu' >= int g d mu`` for every
+non-decreasing ``g >= 0``. The lower one keeps the weaker order ``int g d nu <= int g d mu`` for every ``g >= 0``
+convex and non-increasing in ``y = e^-l`` (non-decreasing in the loss), which rounding down, contractions, moving
+mass to lower loss and removing mass all keep, and which convolution with a non-negative measure keeps (``y_1
+-> int g(y_1 y_2) d nu(y_2)`` is again such a function); ``(1 - e^(eps - l))_+ = (1 - e^eps y)_+`` is one. Every
+step below keeps these orders (upper: ``>=``; lower: ``<=``):
 
 * **convolution by FFT** (radix 2, numpy's pocketfft): with ``rho = 2 log2(N) eta / (1 - log2(N) eta)``,
   ``eta = mu + gamma_4 (sqrt 2 + mu)`` and twiddle-factor error ``mu <= 8u`` (Higham, *Accuracy and Stability
@@ -41,8 +48,9 @@ non-negative measure ``nu`` (``(mu * nu)([t, inf]) = int mu([t - y, inf]) d nu(y
 * **evaluation**: ``sum_k c_k (1 - e^(eps - l_k))_+`` of non-negative terms, each within 4u, the sum within
   ``M u`` relative.
 
-The upper measure's error is of second order in ``h`` per run (the spread is at most one bucket wide), the
-lower's of first order: the reported interval is ``[lower, upper]`` and ``upper`` is the tight end.
+The upper measure's error is of second order in ``h`` per run (the spread is at most one bucket wide); the lower's
+too for the Gaussian and its Poisson-subsampled version, of first order otherwise (there ``upper`` is the tight
+end).
 """
 
 from __future__ import annotations
@@ -195,6 +203,36 @@ def _connect_the_dots(b, edges, h):
     return up * (1.0 + 4 * _U)  # the two additions per point
 
 
+def _jensen_pairs(b, edges):
+    """The lower measure of one run on grid points ``edges`` (module docstring; :mod:`accountants.windowed_buckets`):
+    masses at each edge from the interior buckets ``1 .. n-1`` of ``b`` (bucket ``i = (e_(i-1), e_i]``), buckets ``i``
+    and ``i + 1`` paired on ``e_i`` for ``i = 1, 3, ...``; an unpaired last bucket goes whole to its lower edge.
+
+    In units of ``e^(-e_i)`` (``R = r e^(e_i)``, ``r`` a bucket's Q-mass, so a bucket's mean ``y`` is ``R / m``), the
+    upper bucket's atom lies at or below 1 and the lower one's at or above. Taking all ``m_(i+1)`` and ``alpha`` of
+    ``m_i`` keeps the pair's mean at most 1 iff ``alpha (R_i / m_i - 1) <= m_(i+1) - R_(i+1)``: ``alpha = m_i min(1,
+    (m_(i+1) - R_(i+1)) / (R_i - m_i))``, with ``m`` from below and ``R`` from above (each makes ``alpha`` smaller, and
+    any smaller ``alpha >= 0`` is as valid: its leftover moves up in ``y`` to ``e_(i-1)``); the differences' rounding
+    is taken off the numerator and put on the denominator."""
+    n = edges.size
+    m, r_hi = b.p_lower, b.q_upper
+    low = np.zeros(n)
+    i = np.arange(1, n - 1, 2)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        scale = np.exp(edges[i]) * (1.0 + 4 * _U)
+        r_low, r_up = r_hi[i] * scale * (1.0 + 2 * _U), r_hi[i + 1] * scale * (1.0 + 2 * _U)
+        num = m[i + 1] - r_up - 2 * _U * (m[i + 1] + r_up)
+        den = r_low - m[i] + 2 * _U * (r_low + m[i])
+        share = np.where(den > 0.0, num / den, 1.0)
+    share = np.where(np.isfinite(share), np.clip(share, 0.0, 1.0), 0.0)
+    alpha = m[i] * share * (1.0 - 1e-12)
+    low[i] += m[i + 1] + alpha
+    low[i - 1] += np.maximum(m[i] - alpha, 0.0)
+    if (n - 1) % 2:
+        low[n - 2] += m[n - 1]
+    return low * (1.0 - 4 * _U)
+
+
 def _discretise(mechanism, direction, h, floor, cap):
     """``(upper, lower)`` measures of one run on the grid ``k h``, ``floor <= k h <= cap`` (module docstring)."""
     k0, k1 = math.floor(floor / h), math.ceil(cap / h)
@@ -203,7 +241,13 @@ def _discretise(mechanism, direction, h, floor, cap):
     up = _connect_the_dots(b, edges, h)
     up[0] += b.p_upper[0] * (1.0 + 4 * _U)  # the lowest bucket at e_0 (its sum with the spread's share rounded)
     upper = _Measure(k0, up, float(b.p_upper[edges.size]), True)
-    lower = _Measure(k0, b.down[1:].astype(np.float64), 0.0, False)
+    if b.of_loss:
+        # Jensen's pairs on the interior buckets, the highest bucket at e_(n-1), the lowest dropped
+        low = _jensen_pairs(b, edges)
+        low[-1] = (low[-1] + b.p_lower[edges.size] * (1.0 - 4 * _U)) * (1.0 - 2 * _U)
+    else:
+        low = b.down[1:].astype(np.float64)
+    lower = _Measure(k0, low, 0.0, False)
     return _truncate(upper), _truncate(lower)
 
 

@@ -28,12 +28,13 @@ order ``nu <= mu`` iff ``int g dnu <= int g dmu`` for every ``g >= 0`` convex an
 
 * **upper**: connect-the-dots (Doroshenko et al., PETS 2022; :func:`accountants.privacy_buckets._connect_the_dots`),
   a mean-preserving spread of ``y`` within each bucket;
-* **lower** (:func:`_jensen_pairs`): each bucket's mass at its mean ``y`` (Jensen's inequality: a contraction),
-  then buckets paired across their shared edge ``e_i``: all of the upper one's atom (higher loss, lower ``y``) and
-  as much ``alpha`` of the lower one's as keeps the pair's mean ``y`` at most ``e^(-e_i)`` are contracted to their
-  mean and moved up in ``y`` to ``e_i``; what is left of the lower atom moves up in ``y`` to its own lower edge
-  ``e_(i-1)``. Contraction, moving mass up in ``y`` and removing mass all lower ``int g``. The leftover is of
-  order ``h`` for a smooth law, moved at most ``h``: the error is of second order in ``h``, as the upper one's.
+* **lower** (:func:`accountants.privacy_buckets._jensen_pairs`): each bucket's mass at its mean ``y`` (Jensen's
+  inequality: a contraction), then buckets paired across their shared edge ``e_i``: all of the upper one's atom
+  (higher loss, lower ``y``) and as much ``alpha`` of the lower one's as keeps the pair's mean ``y`` at most
+  ``e^(-e_i)`` are contracted to their mean and moved up in ``y`` to ``e_i``; what is left of the lower atom moves
+  up in ``y`` to its own lower edge ``e_(i-1)``. Contraction, moving mass up in ``y`` and removing mass all lower
+  ``int g``. The leftover is of order ``h`` for a smooth law, moved at most ``h``: the error is of second order in
+  ``h``, as the upper one's.
 
 Both orders survive composition: for independent runs ``g(y_1) = int f(e^eps y_1 y_2) dnu_2(y_2)`` is again ``>= 0``,
 convex and non-increasing in ``y_1`` for any non-negative ``nu_2``, so the runs are replaced one at a time. The
@@ -67,7 +68,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error
+from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error, _jensen_pairs
 from dpledger.mechanisms.loss_buckets import subsampled_gaussian_buckets
 
 __all__ = ["MAX_RUNS", "WindowedLedger", "faster_than_inversion"]
@@ -101,36 +102,6 @@ def faster_than_inversion(count: int, narrowness: float) -> bool:
     against 0.76, x5 0.16 against 0.15, x6 0.24 against 0.18; sigma 1, q 1e-3 (166): x4 0.04 against 0.11, x5 0.05
     against 0.04."""
     return 3 <= count <= FEW or (count <= FEW_NARROWEST and narrowness >= NARROWEST)
-
-
-def _jensen_pairs(b, edges):
-    """The lower measure of one run on grid points ``edges`` (module docstring): masses at each edge from the interior
-    buckets ``1 .. n-1`` of ``b`` (bucket ``i = (e_(i-1), e_i]``), buckets ``i`` and ``i + 1`` paired on ``e_i`` for
-    ``i = 1, 3, ...``; an unpaired last bucket goes whole to its lower edge.
-
-    In units of ``e^(-e_i)`` (``R = r e^(e_i)``, ``r`` a bucket's Q-mass, so a bucket's mean ``y`` is ``R / m``), the
-    upper bucket's atom lies at or below 1 and the lower one's at or above. Taking all ``m_(i+1)`` and ``alpha`` of
-    ``m_i`` keeps the pair's mean at most 1 iff ``alpha (R_i / m_i - 1) <= m_(i+1) - R_(i+1)``: ``alpha = m_i min(1,
-    (m_(i+1) - R_(i+1)) / (R_i - m_i))``, with ``m`` from below and ``R`` from above (each makes ``alpha`` smaller, and
-    any smaller ``alpha >= 0`` is as valid: its leftover moves up in ``y`` to ``e_(i-1)``); the differences' rounding
-    is taken off the numerator and put on the denominator."""
-    n = edges.size
-    m, r_hi = b.p_lower, b.q_upper
-    low = np.zeros(n)
-    i = np.arange(1, n - 1, 2)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        scale = np.exp(edges[i]) * (1.0 + 4 * _U)
-        r_low, r_up = r_hi[i] * scale * (1.0 + 2 * _U), r_hi[i + 1] * scale * (1.0 + 2 * _U)
-        num = m[i + 1] - r_up - 2 * _U * (m[i + 1] + r_up)
-        den = r_low - m[i] + 2 * _U * (r_low + m[i])
-        share = np.where(den > 0.0, num / den, 1.0)
-    share = np.where(np.isfinite(share), np.clip(share, 0.0, 1.0), 0.0)
-    alpha = m[i] * share * (1.0 - 1e-12)
-    low[i] += m[i + 1] + alpha
-    low[i - 1] += np.maximum(m[i] - alpha, 0.0)
-    if (n - 1) % 2:
-        low[n - 2] += m[n - 1]
-    return low * (1.0 - 4 * _U)
 
 
 def _sum_up(x):

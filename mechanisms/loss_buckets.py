@@ -46,13 +46,18 @@ _U = EPS / 2
 
 
 class LossBuckets(typing.NamedTuple):
-    """Proven bucket masses of a privacy loss (module docstring)."""
+    """Proven bucket masses of a privacy loss (module docstring). ``of_loss``: the bounds are of ``L`` itself
+    (``L' = L'' = L``, a law known exactly up to the enclosures: the Gaussian and its Poisson-subsampled version),
+    so a lower measure may also use ``p_lower`` and ``q_upper`` (Jensen's pairs,
+    :func:`accountants.privacy_buckets._jensen_pairs`)."""
 
     p_upper: np.ndarray
     p_lower: np.ndarray
     q_upper: np.ndarray
     q_lower: np.ndarray
     down: np.ndarray
+    of_loss: bool = False
+
 #: Below this ndtr's relative accuracy is not relied upon: the value is enclosed by [0, _TINY].
 _TINY = 1e-300
 
@@ -166,7 +171,7 @@ def subsampled_gaussian_buckets(mu: float, q: float, edges: ArrayLike, remove: b
     else:
         mixed = other
     (p_lo, p_hi), (q_lo, q_hi) = (mixed, base) if remove else (base, mixed)
-    return LossBuckets(p_hi, p_lo, np.minimum(q_hi, 1.0), q_lo, p_lo)
+    return LossBuckets(p_hi, p_lo, np.minimum(q_hi, 1.0), q_lo, p_lo, of_loss=True)
 
 
 def atom_buckets(

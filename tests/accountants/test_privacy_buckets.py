@@ -278,3 +278,19 @@ def test_shaving_removes_at_least_the_amount_from_the_top(values, fraction):
     exact_out = [Fraction(float(v)) for v in out]
     for i in range(x.size):
         assert sum(exact_out[i:]) <= max(sum(exact_in[i:]) - Fraction(amount), Fraction(0))
+
+
+def test_gaussian_losses_take_jensens_pairs_below_and_others_round_down():
+    """The lower measure is of second order where the bucket masses are of the loss itself (the Poisson-subsampled
+    Gaussian: sigma 0.5, q 3e-4, two runs, 7.4e-4 wide with every loss rounded down, 1.7e-4 with Jensen's pairs on
+    the same grid) and meets the two-run path's independent proof; a Laplace ledger keeps rounding down."""
+    from dpledger.accountants.two_runs import TwoRunLedger
+
+    ledger = privacy_buckets.BucketLedger([(PoissonSubsampled(GaussianMechanism(sigma=0.5), 3e-4), 2)])
+    lower, upper = ledger.epsilon_bounds(1e-5)
+    exact_lower, exact_upper = TwoRunLedger((2.0, 3e-4), (2.0, 3e-4)).epsilon_bounds(1e-5, 1e-8)
+    assert lower <= exact_upper and exact_lower <= upper
+    assert upper - lower <= 3e-4 * upper
+    laplace = LaplaceMechanism(1.0)
+    assert not laplace.loss_buckets(np.array([0.0, 0.5]), Direction.REMOVE).of_loss
+    assert GaussianMechanism(sigma=1.0).loss_buckets(np.array([0.0, 0.5]), Direction.REMOVE).of_loss

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dpledger.accountants import FourierAccountant
 from dpledger.accountants import windowed_buckets as wb
-from dpledger.accountants.privacy_buckets import _connect_the_dots
+from dpledger.accountants.privacy_buckets import _connect_the_dots, _jensen_pairs
 from dpledger.accountants.report import BoundKind
 from dpledger.accountants.two_runs import TwoRunLedger, narrowness
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
@@ -53,7 +53,7 @@ def test_the_lower_measure_is_below_and_the_upper_above_the_law_for_every_epsilo
     losses = losses[(losses > edges[0]) & (losses <= edges[-1])]
     masses = np.array([m for a, m in atoms if edges[0] < a <= edges[-1]])
     b = _buckets_of_atoms(losses, masses, edges)
-    low, up = wb._jensen_pairs(b, edges), _connect_the_dots(b, edges, h)
+    low, up = _jensen_pairs(b, edges), _connect_the_dots(b, edges, h)
 
     def value(where, mass):
         return float(np.sum(mass * np.maximum(-np.expm1(epsilon - where), 0.0)))
@@ -76,7 +76,7 @@ def test_the_pairs_are_second_order_on_a_smooth_law():
         edges = np.arange(0.0, 1.0 + h / 2, h)
         b = _buckets_of_atoms(fine, weights, edges)
         f = np.maximum(-np.expm1(0.3 - edges), 0.0)
-        errors[h] = (exact - float(np.sum(wb._jensen_pairs(b, edges) * f)),
+        errors[h] = (exact - float(np.sum(_jensen_pairs(b, edges) * f)),
                      float(np.sum(_connect_the_dots(b, edges, h) * f)) - exact)
     for coarse, finer in ((2.0**-6, 2.0**-8), (2.0**-8, 2.0**-10)):
         for side in (0, 1):

@@ -227,8 +227,9 @@ def test_loss_buckets_are_a_declared_capability_and_bracket_a_probability(m, dir
             m.loss_buckets(edges, direction)
         return
     b = m.loss_buckets(edges, direction)
-    for field in b:
+    for field in (b.p_upper, b.p_lower, b.q_upper, b.q_lower, b.down):
         assert field.shape == (edges.size + 1,) and not np.isnan(field).any() and np.all(field >= 0)
+    assert isinstance(b.of_loss, bool)
     assert np.all(b.p_lower <= b.p_upper) and np.all(b.q_lower <= b.q_upper)
     assert b.p_lower.sum() <= 1.0 + 1e-12 <= b.p_upper.sum() + 2e-12 and b.p_upper.sum() <= 2.0
     assert b.down.sum() <= 1.0 + 1e-12 and b.q_lower.sum() <= 1.0 + 1e-12
