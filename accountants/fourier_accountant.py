@@ -970,9 +970,9 @@ class FourierAccountant:
         few = self._few_runs()
         if few is not None:
             wide = "" if not self._derived.get("few_runs_wide") else (
-                "; wider than rtol there (a delta near the float64 floor, or a grid at the floor of its masses' "
-                "enclosures), so intersected with the proven interval of the other paths (Fourier inversion, privacy "
-                "buckets) where they answered")
+                "; wider than rtol there (a delta near the float64 floor, an epsilon far beyond the corner it is "
+                "for, or a grid at the floor of its masses' enclosures), so intersected with the proven interval "
+                "of the other paths (Fourier inversion, privacy buckets) where they answered")
             if isinstance(few, WindowedLedger):
                 return ("a few runs of Poisson-subsampled Gaussians: privacy buckets on a window around epsilon "
                         "(atoms beyond it lumped exactly or dropped), connect-the-dots above and Jensen's inequality "

@@ -299,8 +299,10 @@ class WindowedLedger:
     # -------------------------------------------------------------- queries
     def delta_bounds(self, epsilon: float, rtol: float) -> tuple[float, float]:
         """``(lower, upper)`` of ``delta(eps)`` at ``epsilon >= 0``: the grid refined until within ``rtol`` of the
-        upper end or :data:`MAX_POINTS`."""
+        upper end or :data:`MAX_POINTS`; the trivial ``(0, 1)`` beyond :data:`MAX_EPSILON`."""
         eps = float(epsilon)
+        if eps > MAX_EPSILON:
+            return 0.0, 1.0  # far from the corner this path is for: the other paths answer
         h, theta, best, gap = self._first_step(eps), 0.0, (0.0, 1.0), math.inf
         while h is not None:
             lower_fn, upper_fn = self._pass(eps, eps, h, theta)

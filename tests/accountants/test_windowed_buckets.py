@@ -200,6 +200,15 @@ def test_a_windowed_interval_wider_than_rtol_is_intersected_with_the_other_paths
     assert "intersected with the proven interval of the other paths" in acc._method()
 
 
+def test_huge_epsilons_leave_the_window_to_the_other_paths():
+    """Beyond MAX_EPSILON the window would need exp(eps) past the float64 range: the trivial interval, which the
+    accountant intersects with the other paths' (a tiny delta, no error)."""
+    assert wb.WindowedLedger([(1 / 0.6, 1e-4, 3)]).delta_bounds(1000.0, 1e-6) == (0.0, 1.0)
+    acc = _ledger(0.6, 1e-4, 3)
+    d = acc.delta_bounds(1000.0)
+    assert d.lower == 0.0 and d.upper < 1e-300 and "far beyond the corner" in acc._method()
+
+
 @pytest.mark.parametrize("runs", [[(1.0, 0.0, 3)], [(1.0, 1.0, 3)], [(1.0, 0.1, 0)], [(0.0, 0.1, 3)],
                                   [(math.inf, 0.1, 3)], [(1.0, 0.1, wb.MAX_RUNS + 1)], []])
 def test_bad_runs_are_refused(runs):
