@@ -1,5 +1,6 @@
 """Soundness of the few-run paths (accountants/two_runs.py, accountants/windowed_buckets.py) on random narrow and wide
-interval brackets the crossing of the exact two-run profile (the count-2 mpmath oracle), within rtol."""
+two-run ledgers: the reported epsilon interval brackets the crossing of the exact two-run profile (the count-2 mpmath
+oracle)."""
 
 import math
 
