@@ -301,6 +301,8 @@ class WindowedLedger:
         """``(lower, upper)`` of ``delta(eps)`` at ``epsilon >= 0``: the grid refined until within ``rtol`` of the
         upper end or :data:`MAX_POINTS`; the trivial ``(0, 1)`` beyond :data:`MAX_EPSILON`."""
         eps = float(epsilon)
+        if not eps >= 0.0:
+            raise ValueError(f"epsilon must be a non-negative number, got {epsilon!r}")
         if eps > MAX_EPSILON:
             return 0.0, 1.0  # far from the corner this path is for: the other paths answer
         h, theta, best, gap = self._first_step(eps), 0.0, (0.0, 1.0), math.inf
@@ -320,6 +322,8 @@ class WindowedLedger:
         are found by bisection on its proven curves (``upper`` an epsilon whose upper delta was evaluated at most
         ``delta``, ``lower`` one whose lower delta was above it), and the window shrinks to the interval found."""
         delta = float(delta)
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
         eps_lo, eps_hi = 0.0, 16.0 * sum(self._reach)
         h, theta = self._first_step(eps_hi), self._first_theta(delta, eps_hi)
         lower, upper, gap = 0.0, math.inf, math.inf

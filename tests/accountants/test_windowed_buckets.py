@@ -214,3 +214,12 @@ def test_huge_epsilons_leave_the_window_to_the_other_paths():
 def test_bad_runs_are_refused(runs):
     with pytest.raises(ValueError):
         wb.WindowedLedger(runs)
+
+
+@pytest.mark.parametrize("delta", [0.0, -0.1, 1.0, math.nan])
+def test_bad_deltas_and_epsilons_are_refused(delta):
+    ledger = wb.WindowedLedger([(1.0, 0.01, 3)])
+    with pytest.raises(ValueError, match="delta"):
+        ledger.epsilon_bounds(delta, 1e-6)
+    with pytest.raises(ValueError, match="epsilon"):
+        ledger.delta_bounds(-abs(delta) - 1.0 if not math.isnan(delta) else delta, 1e-6)
