@@ -324,7 +324,7 @@ class WindowedLedger:
         delta = float(delta)
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-        eps_lo, eps_hi = 0.0, 16.0 * sum(self._reach)
+        eps_lo, eps_hi = 0.0, min(16.0 * sum(self._reach), MAX_EPSILON)  # exp(eps) stays far inside float64
         h, theta = self._first_step(eps_hi), self._first_theta(delta, eps_hi)
         lower, upper, gap = 0.0, math.inf, math.inf
         while True:

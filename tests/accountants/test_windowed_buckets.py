@@ -200,6 +200,15 @@ def test_a_windowed_interval_wider_than_rtol_is_intersected_with_the_other_paths
     assert "intersected with the proven interval of the other paths" in acc._method()
 
 
+def test_sampling_probabilities_near_one_do_not_overflow_the_first_window():
+    """16 sum a passed 709 (twelve runs of q 0.9752): the first window is capped at MAX_EPSILON (found by a
+    red-team helper; the answer meets the inversion's 8.19201008 just below that threshold)."""
+    lower, upper = wb.WindowedLedger([(0.5, 0.9752, 12)]).epsilon_bounds(1e-5, 1e-6)
+    assert 0.0 < lower <= upper < math.inf
+    lower, upper = wb.WindowedLedger([(0.5, 0.975, 12)]).epsilon_bounds(1e-5, 1e-6)
+    assert lower <= 8.19201008 <= upper
+
+
 def test_huge_epsilons_leave_the_window_to_the_other_paths():
     """Beyond MAX_EPSILON the window would need exp(eps) past the float64 range: the trivial interval, which the
     accountant intersects with the other paths' (a tiny delta, no error)."""
