@@ -53,8 +53,8 @@ on the scale of the largest ones, so the FFT's error, bounded in 2-norm relative
 :func:`accountants.privacy_buckets._fft_error`, Higham Thm 24.2, is small relative to them); every output entry is
 within that 2-norm of exact, so ``E_2`` is added to (upper) or taken from (lower, clipped at 0) every entry of the
 product's support before untilting, and the tilt factors' rounding (``4u (theta l + 1)`` each) is covered by a
-relative factor. ``theta`` only decides how tight, never whether the bound holds. Sums of non-negative terms are
-rounded outward by ``(n + 8) u``.
+relative factor. ``theta`` only decides how tight, never whether the bound holds. Sums are rounded outward by
+``gamma_(n-1)`` of their terms' magnitudes (:func:`mechanisms.subsampled_gaussian_two_runs._sum_up`).
 
 Each query starts from a coarse grid (4,096 window points) and refines it, keeping the tightest proven ends seen;
 the next step is predicted from the second-order convergence. Validated against the two-run path and the count-2
@@ -70,6 +70,7 @@ import numpy as np
 
 from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error, _jensen_pairs
 from dpledger.mechanisms.loss_buckets import subsampled_gaussian_buckets
+from dpledger.mechanisms.subsampled_gaussian_two_runs import _sum_down, _sum_up
 
 __all__ = ["MAX_RUNS", "WindowedLedger", "faster_than_inversion"]
 
@@ -96,20 +97,13 @@ TILT_PER_SLOPE = 4.0
 def faster_than_inversion(count: int, narrowness: float) -> bool:
     """Whether ``count`` runs of Poisson-subsampled Gaussians of this :func:`accountants.two_runs.narrowness` (the
     largest over the runs) are answered faster here than by inversion: only the path, never the proof, depends on it.
-    Measured (epsilon at delta 1e-5, this repository's Intel machine, windowed against the other paths, seconds):
+    Measured (``python -m benchmarks.bench_fourier_few_runs crossover``, benchmarks/RESULTS.md; epsilon at delta
+    1e-5, this repository's Intel machine, windowed against the other paths, seconds):
     sigma 0.6, q 1e-4 (narrowness 2,527): x4 0.06 against 3.7, x6 0.23 against 1.2, x7 0.27 against 0.25; sigma 0.5,
     q 3e-4 (1,780): x6 0.60 against 4.5 (and 1e-5 wide), x7 0.86 against 0.51; sigma 0.6, q 1e-3 (740): x4 0.13
     against 0.76, x5 0.16 against 0.15, x6 0.24 against 0.18; sigma 1, q 1e-3 (166): x4 0.04 against 0.11, x5 0.05
     against 0.04."""
     return 3 <= count <= FEW or (count <= FEW_NARROWEST and narrowness >= NARROWEST)
-
-
-def _sum_up(x):
-    return float(np.sum(x)) * (1.0 + (x.size + 8) * _U)
-
-
-def _sum_down(x):
-    return float(np.sum(x)) * (1.0 - (x.size + 8) * _U)
 
 
 def _convolve(a, b, h, theta, upper):
@@ -150,10 +144,11 @@ class _Composed:
         if self.upper:
             lump = self.lump_mass - e_eps * (1.0 - 4 * _U) * self.lump_moment
             lump += 4 * _U * (self.lump_mass + e_eps * self.lump_moment)
-            return min((_sum_up(terms) + max(lump, 0.0) * (1.0 + 2 * _U)) * (1.0 + 2 * _U), 1.0)
+            # each term a product and an expm1, within 4u of itself
+            return min((_sum_up(terms) * (1.0 + 4 * _U) + max(lump, 0.0) * (1.0 + 2 * _U)) * (1.0 + 2 * _U), 1.0)
         lump = self.lump_mass - e_eps * (1.0 + 4 * _U) * self.lump_moment
         lump -= 4 * _U * (self.lump_mass + e_eps * self.lump_moment)
-        return max(float(np.nextafter(_sum_down(terms) + lump, -np.inf)), 0.0)
+        return max(float(np.nextafter(_sum_down(terms) * (1.0 - 4 * _U) + lump, -np.inf)), 0.0)
 
 
 class WindowedLedger:
@@ -239,9 +234,11 @@ class WindowedLedger:
                     with np.errstate(over="ignore", under="ignore"):
                         weighted = extra * np.exp(-(start + max(keep, 0) + np.arange(extra.size)) * h)
                     if upper:
-                        lump_mass, lump_moment = lump_mass + _sum_up(extra), lump_moment + _sum_down(weighted)
+                        lump_mass = lump_mass + _sum_up(extra)
+                        lump_moment = lump_moment + _sum_down(weighted) * (1.0 - 4 * _U)  # exp and product
                     else:
-                        lump_mass, lump_moment = lump_mass + _sum_down(extra), lump_moment + _sum_up(weighted)
+                        lump_mass = lump_mass + _sum_down(extra)
+                        lump_moment = lump_moment + _sum_up(weighted) * (1.0 + 4 * _U)
                     part = part[:max(keep, 0)]
             else:
                 cut = bottom - rest - start  # indices below bottom - rest are dropped

@@ -12,6 +12,8 @@ inversion. Each query once, in this warm process:
   wall time.
 
 Run: ``python -m benchmarks.bench_fourier_few_runs``. Prints a markdown section for benchmarks/RESULTS.md.
+``python -m benchmarks.bench_fourier_few_runs crossover`` instead times the windowed path against the other paths
+where they cross over (:func:`crossover`).
 """
 
 import time
@@ -87,9 +89,52 @@ def run():
     return [Section("Fourier: few runs of little noise and a small sampling probability", body)]
 
 
+#: (sigma, q, runs, delta): where the windowed path and the other paths cross over (accountants.windowed_buckets.
+#: faster_than_inversion), and two small deltas.
+CROSSOVER = ((0.6, 1e-4, 4, 1e-5), (0.6, 1e-4, 6, 1e-5), (0.6, 1e-4, 7, 1e-5), (0.5, 3e-4, 6, 1e-5),
+             (0.5, 3e-4, 7, 1e-5), (0.6, 1e-3, 4, 1e-5), (0.6, 1e-3, 5, 1e-5), (0.6, 1e-3, 6, 1e-5),
+             (1.0, 1e-3, 4, 1e-5), (1.0, 1e-3, 5, 1e-5), (0.6, 1e-4, 10, 1e-5), (0.6, 1e-4, 3, 1e-8),
+             (0.6, 1e-3, 3, 1e-8))
+
+
+def crossover():
+    """Epsilon of each CROSSOVER cell by the windowed path alone (``WindowedLedger.epsilon_bounds`` at rtol 1e-6) and
+    by the accountant with the few-run path switched off (inversion, buckets), each once on a fresh object, and the
+    path the accountant routes the ledger to."""
+    from dpledger.accountants.two_runs import narrowness
+    from dpledger.accountants.windowed_buckets import WindowedLedger
+
+    rows = []
+    for sigma, q, runs, delta in CROSSOVER:
+        (lo, hi), w_wall, _ = _timed(lambda: WindowedLedger([(1 / sigma, q, runs)]).epsilon_bounds(delta, 1e-6))
+        other = _ledger(sigma, q, runs)
+        other._few_runs = lambda: None  # the other paths only
+        o, o_wall, _ = _timed(lambda: other.epsilon_bounds(delta))
+        routed = _ledger(sigma, q, runs)
+        routed._few_runs()
+        row = [sigma, q, runs, f"{delta:g}", f"{narrowness(1 / sigma, q):.0f}", f"[{lo:.10g}, {hi:.10g}]",
+               f"{(hi - lo) / hi:.1e}", f"{w_wall:.3f}", f"[{o.lower:.10g}, {o.upper:.10g}]",
+               f"{(o.upper - o.lower) / o.upper:.1e}", f"{o_wall:.3f}", _path(routed) or "other paths"]
+        rows.append(row)
+        print(*row, sep=" | ", flush=True)
+    headers = ["sigma", "q", "runs", "delta", "narrowness", "windowed epsilon interval", "relative width",
+               "windowed s", "other paths' interval", "relative width", "other paths s", "routed to"]
+    body = "\n".join([
+        "Command: `python -m benchmarks.bench_fourier_few_runs crossover`; epsilon by the windowed path alone and by "
+        "the accountant with the few-run path off, each query once on a fresh object (warm process).",
+        "",
+        markdown_table(headers, rows),
+        "",
+        machine_line(),
+    ])
+    return [Section("Fourier: few runs, windowed path against the other paths", body)]
+
+
 if __name__ == "__main__":
+    import sys
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sections = run()
+        sections = crossover() if sys.argv[1:] == ["crossover"] else run()
     print()
     print(render_sections(sections))
