@@ -37,14 +37,32 @@ order ``nu <= mu`` iff ``int g dnu <= int g dmu`` for every ``g >= 0`` convex an
   ``h``, as the upper one's.
 
 Both orders survive composition: for independent runs ``g(y_1) = int f(e^eps y_1 y_2) dnu_2(y_2)`` is again ``>= 0``,
-convex and non-increasing in ``y_1`` for any non-negative ``nu_2``, so the runs are replaced one at a time. The
-runs are taken in turn: run ``j``'s window part is discretised and convolved with the partial measure of the runs
-before it, its tail beyond its own window (atoms above ``eps_hi + sum_(others) s_r h``, remove) is lumped against
-that partial measure (``M_t Mass - e^eps S_t Moment``, exact given the partial's masses), and the result is cut to
-the window again (lumped and dropped atoms as above). Every lump and drop is taken while the runs after it are
-still the true ones (they are replaced by their measures only afterwards), so ``E[Y_rest] = 1`` and the rest's
-supports are the true ones when it is evaluated; the grid's own supports (one step beyond the true ones, hence the
-``+ 1`` in ``s_r = ceil(a / h) + 1``) bound the runs already discretised.
+convex and non-increasing in ``y_1`` for any non-negative ``nu_2``, so the runs are replaced one at a time.
+
+**Products.** A *part* ``X`` is the measure of a set of runs (reach ``d_X`` grid steps, ``s_r = ceil(a / h) + 1``
+each: the grid's supports lie one step beyond the true ones): masses ``v_k`` on the grid from index ``-d_X`` up to
+``tau_X = top + (total - d_X)``, and a lump ``(M_X, S_X)`` standing for atoms above ``tau_X``, known only by their
+mass and moment. Its claim (upper; reversed for the lower measure): ``X(phi) = sum v_k phi(l_k) + M_X alpha - S_X
+beta >= E[phi(L_X)]`` for every ``phi >= 0`` convex non-increasing in ``y`` and affine, ``alpha - beta y``, above
+``tau_X h``. One run's part is its buckets (the last one its lump). For parts of disjoint runs, ``psi(l) =
+E[phi(l + L_Y)]`` is again such a function for ``X`` (affine above ``tau_X h``, as ``L_Y >= -d_Y h``, with
+coefficients ``alpha`` and ``beta E[e^-L_Y] = beta``: ``E_P[dQ/dP] = 1``), and ``phi(l_k + .)`` one for ``Y`` at
+every kept ``l_k >= -d_X h``; applying both claims, ``E[phi(L_X + L_Y)] <= sum v_k w_i phi(l_k + l_i) + (M_X + V_X
+M_Y) alpha - (S_X + Vm_X S_Y) beta``, ``V_X`` and ``Vm_X`` the mass and moment of ``X``'s values: so ``X * Y`` is
+the convolution of the values with the lump ``(M_X + V_X M_Y, S_X + Vm_X S_Y)``, and its atoms above ``tau_(XY)``
+are added to the lump (exact: ``phi`` is affine there). The add direction is the mirror image: parts hold no lump,
+and atoms that cannot reach ``eps_lo`` (``phi = 0`` below ``(bottom - rest) h``) are dropped. ``f`` itself is such
+a ``phi`` for every ``eps`` in the window, so any order of products is proven: a group of identical runs is raised
+to its count by repeated squaring (ten runs: three convolutions, not nine), and the groups' powers are multiplied
+in turn.
+
+**The last product.** Of the last product only the entries in ``(eps_lo, eps_hi]`` are needed (a few, once the
+window has closed in on epsilon): each is computed directly, a sum of non-negative products; the atoms above
+``top`` are lumped through tail sums of ``Y``: ``sum_j x_j T_Y(top + 1 - j)`` and the same with moments, ``T_Y(i)
+= sum_(i' >= i) y_(i')`` (cumulative sums of non-negative terms, within ``gamma_n`` relative). Where that range
+holds more than :data:`DIRECT_ENTRIES` entries (the first, wide windows) it is an ordinary product. The tilt of the
+next grid comes from the upper delta's log-slope at epsilon, ``(sum_(l_k > eps) c_k e^(eps - l_k) + e^eps S) /
+delta``, which needs no entries below the window.
 
 **Float error.** Bucket masses are proven enclosures; each measure takes the bound in its own direction (the
 pairing's ``alpha`` from the ends that make it smaller). Convolutions are numpy FFTs of the *tilted* measures
@@ -57,18 +75,21 @@ relative factor. ``theta`` only decides how tight, never whether the bound holds
 ``gamma_(n-1)`` of their terms' magnitudes (:func:`mechanisms.subsampled_gaussian_two_runs._sum_up`).
 
 Each query starts from a coarse grid (4,096 window points) and refines it, keeping the tightest proven ends seen;
-the next step is predicted from the second-order convergence. Validated against the two-run path and the count-2
+the next step is predicted from the second-order convergence. The upper and lower measures of a grid are composed
+on two threads (:func:`mechanisms._threads.run_in_parallel`). Validated against the two-run path and the count-2
 mpmath oracle (tests/accountants/test_windowed_buckets.py).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error, _jensen_pairs
+from dpledger.mechanisms._threads import run_in_parallel
 from dpledger.mechanisms.loss_buckets import subsampled_gaussian_buckets
 from dpledger.mechanisms.subsampled_gaussian_two_runs import _sum_down, _sum_up
 
@@ -92,6 +113,9 @@ MAX_TILT = 12.0
 #: delta does: sigma 0.6, q 1e-4 x 3 at delta 1e-8, slope 15.6: theta 60 gave an interval 4.6e-7 wide, 15.6 one
 #: 8e-4 wide; sigma 0.6, q 1e-3 x 3 at 1e-5, slope 10: 30 best).
 TILT_PER_SLOPE = 4.0
+#: The last product computes its window's entries directly where there are at most this many (module docstring,
+#: "The last product").
+DIRECT_ENTRIES = 32
 
 
 def faster_than_inversion(count: int, narrowness: float) -> bool:
@@ -115,14 +139,128 @@ def _convolve(a, b, h, theta, upper):
         return c * (1.0 + 70 * _U) if upper else c * (1.0 - 70 * _U)
     n = 1 << max(int(size - 1).bit_length(), 1)
     with np.errstate(under="ignore"):
-        ta, tb = a * np.exp(theta * (np.arange(a.size) * h)), b * np.exp(theta * (np.arange(b.size) * h))
-        c = np.fft.irfft(np.fft.rfft(ta, n) * np.fft.rfft(tb, n), n)[:size]
+        ta = a * np.exp(theta * (np.arange(a.size) * h))
+        if b is a:  # a square: one transform (the same computed spectrum either way)
+            tb = ta
+            spectrum = np.fft.rfft(ta, n)
+            spectrum = spectrum * spectrum
+        else:
+            tb = b * np.exp(theta * (np.arange(b.size) * h))
+            spectrum = np.fft.rfft(ta, n) * np.fft.rfft(tb, n)
+        c = np.fft.irfft(spectrum, n)[:size]
         error = _fft_error(n, ta, tb) + size * 1e-300  # and the tilted entries' underflow, absolute
         untilt = np.exp(-theta * (np.arange(size) * h))
     slack = 16.0 * _U * (theta * size * h + 1.0)
     if upper:
         return (np.maximum(c, 0.0) + error) * untilt * (1.0 + slack)
     return np.maximum(c - error, 0.0) * untilt * (1.0 - slack)
+
+
+class _Part:
+    """A measure of some of the runs (upper or lower) on the grid: masses ``values`` at losses ``(start + k) h``, the
+    lumped atoms' mass and moment (``lump_mass``, ``lump_moment``: atoms above index ``top + rest``, ``rest`` the
+    grid steps of the runs not in it), and ``steps``, the grid reach of its runs (module docstring, "Products")."""
+
+    __slots__ = ("start", "values", "lump_mass", "lump_moment", "steps")
+
+    def __init__(self, start, values, lump_mass, lump_moment, steps):
+        self.start, self.values, self.steps = start, values, steps
+        self.lump_mass, self.lump_moment = lump_mass, lump_moment
+
+    def sums(self, h, upper):
+        """``(V, Vm)``: the mass and the moment ``sum v_k e^(-l_k)`` of ``values``, bounded in the measure's
+        direction (the mass up and the moment down for the upper measure; the reverse for the lower)."""
+        with np.errstate(over="ignore", under="ignore"):
+            weighted = self.values * np.exp(-(self.start + np.arange(self.values.size)) * h)
+        if upper:
+            return _sum_up(self.values), _sum_down(weighted) * (1.0 - 4 * _U)  # exp and product: 4u
+        return _sum_down(self.values), _sum_up(weighted) * (1.0 + 4 * _U)
+
+
+class _Grid:
+    """One direction's composition on one grid: the window's ends as indices, the runs' total reach, and the
+    measure's direction (module docstring)."""
+
+    def __init__(self, remove, eps_lo, eps_hi, h, theta, upper, total):
+        self.remove, self.h, self.theta, self.upper, self.total = remove, h, theta, upper, total
+        self.top, self.bottom = math.ceil(eps_hi / h), math.floor(eps_lo / h)
+
+    def _directed(self, x, terms=2):
+        """``x`` (a non-negative product or sum of ``terms`` roundings) moved ``terms u`` in the direction."""
+        return x * (1.0 + terms * _U) if self.upper else x * (1.0 - terms * _U)
+
+    def product(self, x, y):
+        """``x * y`` of two parts of disjoint runs, cut to the window (module docstring, "Products"): the values
+        convolved, ``x``'s lump kept and ``y``'s taken against ``x``'s values (``M_x + V_x M_y``, ``S_x + Vm_x
+        S_y``), then atoms above ``top + rest`` lumped (remove) or below ``bottom - rest`` dropped (add)."""
+        steps = x.steps + y.steps
+        rest = self.total - steps
+        values = _convolve(x.values, y.values, self.h, self.theta, self.upper)
+        start = x.start + y.start
+        mass, moment = self._lumps(x, y)
+        if self.remove:
+            keep = self.top + rest - start + 1  # indices above top + rest are lumped
+            if keep < values.size:
+                extra = _Part(start + max(keep, 0), values[max(keep, 0):], 0.0, 0.0, 0)
+                extra_mass, extra_moment = extra.sums(self.h, self.upper)
+                mass, moment = mass + extra_mass, moment + extra_moment
+                values = values[:max(keep, 0)]
+        else:
+            cut = self.bottom - rest - start  # indices below bottom - rest are dropped
+            if cut > 0:
+                values, start = values[cut:], start + cut
+        if values.size == 0:
+            values = np.zeros(1)
+        # each lump a sum of three terms: two more roundings
+        return _Part(start, values, self._directed(mass), self._directed(moment, -2 if self.upper else 2), steps)
+
+    def _lumps(self, x, y):
+        """``(M_x + V_x M_y, S_x + Vm_x S_y)``, each rounded in its direction (the moment opposite to the mass)."""
+        if y.lump_mass == 0.0 and y.lump_moment == 0.0:
+            return x.lump_mass, x.lump_moment
+        v, vm = x.sums(self.h, self.upper)
+        up, down = (1.0 + 4 * _U), (1.0 - 4 * _U)
+        if self.upper:
+            return (x.lump_mass + v * y.lump_mass * up) * up, (x.lump_moment + vm * y.lump_moment * down) * down
+        return (x.lump_mass + v * y.lump_mass * down) * down, (x.lump_moment + vm * y.lump_moment * up) * up
+
+    def final(self, x, y):
+        """The last product, ``x * y`` of all the runs, as a :class:`_Composed` on ``[eps_lo, eps_hi]``: only the
+        entries in ``(eps_lo, eps_hi]`` are computed (directly, each a sum of non-negative products), the ones above
+        lumped through tail sums of ``y`` (module docstring, "The last product"); where that range holds more than
+        :data:`DIRECT_ENTRIES` entries, by :meth:`product`."""
+        first = self.bottom + 1
+        if self.top - first + 1 > DIRECT_ENTRIES:
+            part = self.product(x, y)
+            return _Composed(part.start, part.values, part.lump_mass, part.lump_moment, self.h, self.upper)
+        h, upper = self.h, self.upper
+        nx, ny = x.values.size, y.values.size
+        mass, moment = self._lumps(x, y)
+        # atoms above top: y's entries from t_j = top + 1 - x.start - y.start - j on, for x's entry j
+        with np.errstate(over="ignore", under="ignore"):
+            y_weighted = y.values * np.exp(-(y.start + np.arange(ny)) * h)
+            x_weighted = x.values * np.exp(-(x.start + np.arange(nx)) * h)
+        tails = np.concatenate([np.cumsum(y.values[::-1])[::-1], [0.0]])
+        tails_weighted = np.concatenate([np.cumsum(y_weighted[::-1])[::-1], [0.0]])
+        t = np.clip(self.top + 1 - x.start - y.start - np.arange(nx), 0, ny)
+        # cumulative sums of non-negative terms, each within gamma_(ny) of exact; the exponentials and products 4u
+        slack = (ny + 8) * _U * 1.01
+        if upper:
+            mass += _sum_up(x.values * tails[t]) * (1.0 + slack)
+            moment += _sum_down(x_weighted * tails_weighted[t]) * (1.0 - slack)
+        else:
+            mass += _sum_down(x.values * tails[t]) * (1.0 - slack)
+            moment += _sum_up(x_weighted * tails_weighted[t]) * (1.0 + slack)
+        # the entries first .. top, each sum_j x_j y_(m - j) of non-negative terms: within gamma_(nx + 1)
+        count = max(self.top - first + 1, 0)
+        values = np.zeros(max(count, 1))
+        for k in range(count):
+            m = first + k - x.start - y.start
+            j0, j1 = max(0, m - ny + 1), min(nx - 1, m)
+            if j0 <= j1:
+                values[k] = float(np.sum(x.values[j0:j1 + 1] * y.values[m - j1:m - j0 + 1][::-1]))
+        values *= (1.0 + (nx + 4) * _U * 1.01) if upper else (1.0 - (nx + 4) * _U * 1.01)
+        return _Composed(first, values, self._directed(mass), self._directed(moment, -2 if upper else 2), h, upper)
 
 
 class _Composed:
@@ -133,13 +271,17 @@ class _Composed:
         self.start, self.values, self.h, self.upper = start, values, h, upper
         self.lump_mass, self.lump_moment = lump_mass, lump_moment
 
-    def delta(self, epsilon):
-        """``sum_k c_k (1 - e^(eps - l_k))_+ + M - e^eps S``, rounded in the measure's direction."""
+    def _tail(self, epsilon):
+        """The entries above ``epsilon`` and ``epsilon`` less their losses."""
         first = max(math.floor(epsilon / self.h) + 1 - self.start, 0)
         tail = self.values[first:]
+        return tail, epsilon - (self.start + first + np.arange(tail.size)) * self.h
+
+    def delta(self, epsilon):
+        """``sum_k c_k (1 - e^(eps - l_k))_+ + M - e^eps S``, rounded in the measure's direction."""
+        tail, gaps = self._tail(epsilon)
         with np.errstate(over="ignore", under="ignore"):
-            losses = (self.start + first + np.arange(tail.size)) * self.h
-            terms = tail * np.maximum(-np.expm1(epsilon - losses), 0.0)
+            terms = tail * np.maximum(-np.expm1(gaps), 0.0)
         e_eps = math.exp(epsilon)
         if self.upper:
             lump = self.lump_mass - e_eps * (1.0 - 4 * _U) * self.lump_moment
@@ -150,119 +292,118 @@ class _Composed:
         lump -= 4 * _U * (self.lump_mass + e_eps * self.lump_moment)
         return max(float(np.nextafter(_sum_down(terms) * (1.0 - 4 * _U) + lump, -np.inf)), 0.0)
 
+    def log_slope(self, epsilon):
+        """``-d/d eps log delta`` of this measure's delta at ``epsilon`` (a heuristic for the tilt, not a bound):
+        ``(sum_(l_k > eps) c_k e^(eps - l_k) + e^eps S) / delta``; 0 where delta is 0."""
+        here = self.delta(epsilon)
+        if not here > 0.0:
+            return 0.0
+        tail, gaps = self._tail(epsilon)
+        with np.errstate(over="ignore", under="ignore"):
+            return (float(np.sum(tail * np.exp(gaps))) + math.exp(epsilon) * self.lump_moment) / here
+
+
 
 class WindowedLedger:
     """Proven ``delta(eps)`` and ``eps(delta)`` of a few Poisson-subsampled Gaussian runs, given as ``(mu, q, count)``
     (``mu`` the inverse noise multiplier, ``0 < q < 1``; at most :data:`MAX_RUNS` runs in all), module docstring."""
 
     def __init__(self, runs: Sequence[tuple[float, float, int]]):
-        self._runs = []
+        groups = []
         for mu, q, count in runs:
             mu, q, count = float(mu), float(q), int(count)
             if not (mu > 0.0 and math.isfinite(mu) and 0.0 < q < 1.0 and count >= 1):
                 raise ValueError(f"windowed buckets need mu > 0, 0 < q < 1 and count >= 1, got {(mu, q, count)!r}")
-            self._runs += [(mu, q)] * count
-        if not 1 <= len(self._runs) <= MAX_RUNS:
-            raise ValueError(f"windowed buckets compose 1 to {MAX_RUNS} runs, got {len(self._runs)}")
-        # -log1p(-q) rounded up: the bound of each run's loss on its finite side
-        self._reach = [-math.log1p(-q) * (1.0 + 4 * _U) for _, q in self._runs]
+            if groups and groups[-1][:2] == (mu, q):
+                groups[-1] = (mu, q, groups[-1][2] + count)
+            else:
+                groups.append((mu, q, count))
+        if not 1 <= sum(g[2] for g in groups) <= MAX_RUNS:
+            raise ValueError(f"windowed buckets compose 1 to {MAX_RUNS} runs, got {sum(g[2] for g in groups)}")
+        # each group's runs and -log1p(-q) rounded up: the bound of each run's loss on its finite side
+        self._groups = [(mu, q, count, -math.log1p(-q) * (1.0 + 4 * _U)) for mu, q, count in groups]
 
     # -------------------------------------------------------------- composition
     def _steps(self, h):
-        return [math.ceil(a / h) + 1 for a in self._reach]
+        """Each group's ``s_r = ceil(a / h) + 1`` and the total over all runs."""
+        steps = [math.ceil(reach / h) + 1 for _, _, _, reach in self._groups]
+        return steps, sum(s * g[2] for s, g in zip(steps, self._groups))
 
     def _width(self, eps_hi):
         """The remove direction's window, ``[-sum a, eps_hi + sum a]`` (the add direction's is narrower)."""
-        return eps_hi + 2.0 * sum(self._reach) + 1e-12
+        return eps_hi + 2.0 * sum(count * reach for _, _, count, reach in self._groups) + 1e-12
 
-    def _compose(self, remove, eps_lo, eps_hi, h, theta, upper, buckets=None):
-        """One direction's composed measure (module docstring); ``buckets`` keeps each run's bucket masses for the
-        other measure of the same grid."""
-        buckets = {} if buckets is None else buckets
-        steps = self._steps(h)
-        total = sum(steps)
+    def _buckets(self, remove, eps_lo, eps_hi, h):
+        """Each group's run on its window of the grid: ``(k0, buckets, edges)``, or None where the add direction's
+        delta is 0 in the whole window."""
+        steps, total = self._steps(h)
         top, bottom = math.ceil(eps_hi / h), math.floor(eps_lo / h)
         if not remove and bottom >= total:
-            # the add direction's loss is at most sum a <= total h <= eps_lo: delta is 0 in the whole window
-            return _Composed(0, np.zeros(1), 0.0, 0.0, h, upper)
-        cache = {}
-        part, start, lump_mass, lump_moment = None, 0, 0.0, 0.0
-        done = 0  # steps of the runs composed so far
-        for (mu, q), s in zip(self._runs, steps):
+            return None  # the add direction's loss is at most sum a <= total h <= eps_lo
+        out = []
+        for (mu, q, _, _), s in zip(self._groups, steps):
             others = total - s
             k0, k1 = (-s, top + others) if remove else (bottom - others, s)
-            key = (mu, q, k0, k1)
-            if key not in cache:
-                edges = np.arange(k0, k1 + 1, dtype=np.float64) * h
-                if (key, remove) not in buckets:
-                    buckets[key, remove] = subsampled_gaussian_buckets(mu, q, edges, remove)
-                b = buckets[key, remove]
-                if upper:
-                    values = _connect_the_dots(b, edges, h)
-                    tail = (float(b.p_upper[-1]), float(b.q_lower[-1]))
-                else:
-                    values = _jensen_pairs(b, edges)
-                    tail = (float(b.p_lower[-1]), float(b.q_upper[-1]))
-                # remove: the last bucket lies above the window (lumped); add: beyond the support (empty). The
-                # first bucket: remove, below the support (empty); add, below the window (dropped)
-                cache[key] = values, tail if remove else (0.0, 0.0)
-            values, (tail_mass, tail_moment) = cache[key]
-            if part is None:
-                mass, moment = 1.0, 1.0  # the true rest: a probability measure with E_P[e^-L] = 1
-                part, start = values, k0
-            else:
-                losses = (start + np.arange(part.size)) * h
-                with np.errstate(over="ignore", under="ignore"):
-                    weighted = part * np.exp(-losses)
-                if upper:
-                    mass, moment = _sum_up(part), _sum_down(weighted) * (1.0 - 4 * _U)
-                else:
-                    mass, moment = _sum_down(part), _sum_up(weighted) * (1.0 + 4 * _U)
-                part, start = _convolve(part, values, h, theta, upper), start + k0
+            edges = np.arange(k0, k1 + 1, dtype=np.float64) * h
+            out.append((k0, subsampled_gaussian_buckets(mu, q, edges, remove), edges))
+        return out
+
+    def _compose(self, remove, eps_lo, eps_hi, h, theta, upper, buckets):
+        """One direction's composed measure (module docstring): each group's run discretised, raised to its count
+        by repeated squaring, the groups' powers multiplied in turn, the last product by :meth:`_Grid.final`."""
+        steps, total = self._steps(h)
+        grid = _Grid(remove, eps_lo, eps_hi, h, theta, upper, total)
+        factors = []
+        for (_, _, count, _), s, (k0, b, edges) in zip(self._groups, steps, buckets):
             if upper:
-                lump_mass += tail_mass * mass * (1.0 + 4 * _U)
-                lump_moment += tail_moment * moment * (1.0 - 4 * _U)
+                values = _connect_the_dots(b, edges, h)
+                tail = (float(b.p_upper[-1]), float(b.q_lower[-1]))
             else:
-                lump_mass += tail_mass * mass * (1.0 - 4 * _U)
-                lump_moment += tail_moment * moment * (1.0 + 4 * _U)
-            done += s
-            rest = total - done
-            if remove:
-                keep = top + rest - start + 1  # indices above top + rest are lumped
-                if keep < part.size:
-                    extra = part[max(keep, 0):]
-                    with np.errstate(over="ignore", under="ignore"):
-                        weighted = extra * np.exp(-(start + max(keep, 0) + np.arange(extra.size)) * h)
-                    if upper:
-                        lump_mass = lump_mass + _sum_up(extra)
-                        lump_moment = lump_moment + _sum_down(weighted) * (1.0 - 4 * _U)  # exp and product
-                    else:
-                        lump_mass = lump_mass + _sum_down(extra)
-                        lump_moment = lump_moment + _sum_up(weighted) * (1.0 + 4 * _U)
-                    part = part[:max(keep, 0)]
-            else:
-                cut = bottom - rest - start  # indices below bottom - rest are dropped
-                if cut > 0:
-                    part, start = part[cut:], start + cut
-            if part.size == 0:
-                part, start = np.zeros(1), start
-        # the lumps' sums: two additions per run, each within u of its result
-        adjust = (1.0 + (2 * len(steps) + 4) * _U) if upper else (1.0 - (2 * len(steps) + 4) * _U)
-        return _Composed(start, part, lump_mass * adjust, lump_moment / adjust, h, upper)
+                values = _jensen_pairs(b, edges)
+                tail = (float(b.p_lower[-1]), float(b.q_upper[-1]))
+            # remove: the last bucket lies above the window (lumped); add: beyond the support (empty). The first
+            # bucket: remove, below the support (empty); add, below the window (dropped)
+            power = _Part(k0, values, *(tail if remove else (0.0, 0.0)), s)
+            while True:
+                if count & 1:
+                    factors.append(power)
+                count >>= 1
+                if not count:
+                    break
+                power = grid.product(power, power)
+        if len(factors) == 1:
+            part = factors[0]
+            return _Composed(part.start, part.values, part.lump_mass, part.lump_moment, h, upper)
+        part = factors[0]
+        for factor in factors[1:-1]:
+            part = grid.product(part, factor)
+        return grid.final(part, factors[-1])
 
     def _pass(self, eps_lo, eps_hi, h, theta):
-        """``(lower, upper)`` delta functions of one grid: the larger of the two directions (thesis Thm 3.3.5)."""
-        buckets = {}
-        measures = {(remove, upper): self._compose(remove, eps_lo, eps_hi, h, theta, upper, buckets)
-                    for remove in (True, False) for upper in (True, False)}
+        """``(lower, upper, slope)`` of one grid: the lower and upper delta functions, each the larger of the two
+        directions (thesis Thm 3.3.5), and the log-slope of the upper one (for the next tilt). The upper and lower
+        measures are composed on two threads (numpy's FFTs release the GIL; each thread has its own arrays)."""
+        measures = {}
+        for remove in (True, False):
+            buckets = self._buckets(remove, eps_lo, eps_hi, h)
+            if buckets is None:
+                continue
+            calls = [functools.partial(self._compose, remove, eps_lo, eps_hi, h, theta, upper, buckets)
+                     for upper in (True, False)]
+            for upper, measure in zip((True, False), run_in_parallel(calls)):
+                measures[remove, upper] = measure
+        directions = sorted({remove for remove, _ in measures})
 
         def lower(e):
-            return max(measures[r, False].delta(e) for r in (True, False))
+            return max(measures[r, False].delta(e) for r in directions)
 
         def upper(e):
-            return max(measures[r, True].delta(e) for r in (True, False))
+            return max(measures[r, True].delta(e) for r in directions)
 
-        return lower, upper
+        def slope(e):
+            return max(measures[r, True].log_slope(e) for r in directions)
+
+        return lower, upper, slope
 
     def _first_step(self, eps_hi):
         return 2.0 ** math.floor(math.log2(self._width(eps_hi) / FIRST_POINTS))
@@ -281,17 +422,10 @@ class WindowedLedger:
         return min(TILT_PER_SLOPE * math.log(1.0 / delta) / eps_hi, MAX_TILT / self._width(eps_hi))
 
     @staticmethod
-    def _theta(upper, epsilon, width):
-        """:data:`TILT_PER_SLOPE` times the log-slope of the upper delta just below ``epsilon`` (about the tilt that
-        levels the measures near epsilon), at most :data:`MAX_TILT` over the window's width; 0 where it cannot be
-        seen."""
-        step = 1e-3 * epsilon
-        if not step > 0.0:
-            return 0.0
-        before, here = upper(epsilon - step), upper(epsilon)
-        if not (before > 0.0 and here > 0.0):
-            return 0.0
-        return min(max(TILT_PER_SLOPE * math.log(before / here) / step, 0.0), MAX_TILT / width)
+    def _theta(slope, epsilon, width):
+        """:data:`TILT_PER_SLOPE` times the log-slope of the upper delta at ``epsilon`` (about the tilt that levels
+        the measures near epsilon), at most :data:`MAX_TILT` over the window's width."""
+        return min(max(TILT_PER_SLOPE * slope(epsilon), 0.0), MAX_TILT / width)
 
     # -------------------------------------------------------------- queries
     def delta_bounds(self, epsilon: float, rtol: float) -> tuple[float, float]:
@@ -304,12 +438,12 @@ class WindowedLedger:
             return 0.0, 1.0  # far from the corner this path is for: the other paths answer
         h, theta, best, gap = self._first_step(eps), 0.0, (0.0, 1.0), math.inf
         while h is not None:
-            lower_fn, upper_fn = self._pass(eps, eps, h, theta)
+            lower_fn, upper_fn, slope = self._pass(eps, eps, h, theta)
             best = (max(best[0], lower_fn(eps)), min(best[1], upper_fn(eps)))
             gap, last = best[1] - best[0], gap
             if gap <= rtol * best[1] or gap > 0.5 * last:
                 break  # within rtol, or at the floor of the masses' enclosures (a finer grid would not help)
-            theta = self._theta(upper_fn, eps, self._width(eps)) if eps > 0.0 else 0.0
+            theta = self._theta(slope, eps, self._width(eps)) if eps > 0.0 else 0.0
             h = self._finer(h, gap, rtol * best[1], eps)
         return min(best[0], best[1]), best[1]
 
@@ -321,11 +455,12 @@ class WindowedLedger:
         delta = float(delta)
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-        eps_lo, eps_hi = 0.0, min(16.0 * sum(self._reach), MAX_EPSILON)  # exp(eps) stays far inside float64
+        # exp(eps) stays far inside float64
+        eps_lo, eps_hi = 0.0, min(16.0 * sum(c * reach for _, _, c, reach in self._groups), MAX_EPSILON)
         h, theta = self._first_step(eps_hi), self._first_theta(delta, eps_hi)
         lower, upper, gap = 0.0, math.inf, math.inf
         while True:
-            lower_fn, upper_fn = self._pass(eps_lo, eps_hi, h, theta)
+            lower_fn, upper_fn, slope = self._pass(eps_lo, eps_hi, h, theta)
             if upper == math.inf and upper_fn(eps_hi) > delta:
                 if eps_hi > MAX_EPSILON:
                     return lower, math.inf  # far from the corner this path is for: the other paths answer
@@ -343,7 +478,7 @@ class WindowedLedger:
             h = self._finer(h, gap, rtol * upper, upper)
             if h is None:
                 break
-            theta = self._theta(upper_fn, upper, self._width(upper))
+            theta = self._theta(slope, upper, self._width(upper))
             eps_lo, eps_hi = lower, upper
         return min(lower, upper), upper
 

@@ -88,10 +88,8 @@ for ``|v| <= v_top``). The centre ``c`` is the lowest on a grid whose bound meet
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import math
-import os
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -100,6 +98,7 @@ from scipy import special
 from dpledger.mechanisms import _logmath, _validate
 from dpledger.mechanisms._phase_fft import _TAYLOR_TARGET
 from dpledger.mechanisms._phase_sums import _check_work, _group_keys, log_sum_enclosure
+from dpledger.mechanisms._threads import run_in_parallel
 from dpledger.mechanisms.errors import NumericalError
 
 __all__ = ["log_f_enclosure", "log_f_real_enclosure", "log_f_upper"]
@@ -568,30 +567,16 @@ def _term_errors(x, r, h, log_w, log_c, abs_a, peak, v_top, g, mu, soft=None):
 #: Since the soft split, the groups of shorter lines are too light for the threads to pay (sigma 0.6, q 1e-3, 10
 #: runs, 32,769 nodes: 55 ms on two threads, 51 on one).
 _THREADED_LINE = 1 << 17
-_POOL = None
-
-
-def _forget_pool():
-    """A forked child inherits the pool's state but not its threads (work submitted there would never run)."""
-    global _POOL
-    _POOL = None
-
-
-os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _run_groups(work, plans, size):
     """``work(plan)`` for every group: on two threads for long lines (largest groups first), else in turn."""
-    global _POOL
     if size < _THREADED_LINE or len(plans) < 2:
         for plan in plans:
             work(plan)
         return
-    if _POOL is None:
-        _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpledger-cf")
     order = sorted(plans, key=lambda plan: -plan[0].size * plan[4][0].size)
-    for future in [_POOL.submit(work, plan) for plan in order]:
-        future.result()
+    run_in_parallel([functools.partial(work, plan) for plan in order])
 
 
 def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
