@@ -17,8 +17,8 @@ Paths, by ledger:
   (``Mechanism.delta_bounds_one_run``);
 * a few runs of Poisson-subsampled Gaussians narrow enough that inversion would be slow
   (:meth:`FourierAccountant._few_runs`): two runs with the second run's exact profile
-  (:mod:`accountants.two_runs`), three to four (six of the narrowest) on privacy buckets cut to a window around
-  epsilon, second order at both ends (:mod:`accountants.windowed_buckets`); an interval wider than ``rtol`` there
+  (:mod:`accountants.two_runs`), three to five (up to twelve of the narrowest) on privacy buckets cut to a window
+  around epsilon, second order at both ends (:mod:`accountants.windowed_buckets`); an interval wider than ``rtol`` there
   is intersected with the other paths';
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
@@ -672,7 +672,8 @@ class FourierAccountant:
             usable = 2 <= count <= MAX_RUNS and all(
                 p is not None and p[0] <= TwoSubsampledGaussians.MAX_MU for p, _ in runs)
             narrow = max(narrowness(*p) for p, _ in runs) if usable else 0.0
-            if not (narrow >= NARROW and (count == 2 or faster_than_inversion(count, narrow))):
+            windowed = usable and faster_than_inversion([(mu, q, n) for (mu, q), n in runs], self._rtol)
+            if not (narrow >= NARROW and (count == 2 or windowed)):
                 self._derived["few_runs"] = None
             elif count == 2:
                 self._derived["few_runs"] = TwoRunLedger(*[p for p, n in runs for _ in range(n)])

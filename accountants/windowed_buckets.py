@@ -1,7 +1,7 @@
 """Few runs of Poisson-subsampled Gaussians: privacy buckets on a window around epsilon, second order at both ends.
 
-Three to six runs of little noise and a small sampling probability (up to a dozen are accepted; the accountant
-routes here where this is faster, :func:`faster_than_inversion`) are the corner left between the two-run
+Three to a dozen runs of little noise and a small sampling probability (the accountant routes here where this is
+faster, :func:`faster_than_inversion`) are the corner left between the two-run
 path (:mod:`accountants.two_runs`, exactly two runs) and Fourier inversion (which needs many runs for the
 characteristic function to decay): sigma 0.6, q 1e-4, three runs took 4 s there for an interval 3e-4 wide. The loss
 of such a run piles up in a lump about ``q`` wide at its infimum ``log(1 - q)``, and epsilon is a few hundred lump
@@ -72,7 +72,7 @@ on the scale of the largest ones, so the FFT's error, bounded in 2-norm relative
 within that 2-norm of exact, so ``E_2`` is added to (upper) or taken from (lower, clipped at 0) every entry of the
 product's support before untilting, and the tilt factors' rounding (``4u (theta l + 1)`` each) is covered by a
 relative factor. ``theta`` only decides how tight, never whether the bound holds. Sums are rounded outward by
-``gamma_(n-1)`` of their terms' magnitudes (:func:`mechanisms.subsampled_gaussian_two_runs._sum_up`).
+``gamma_(n-1)`` of their sum (every term summed here is non-negative: :func:`_nonneg_up`).
 
 Each query starts from a coarse grid (4,096 window points) and refines it, keeping the tightest proven ends seen;
 the next step is predicted from the second-order convergence. The upper and lower measures of a grid are composed
@@ -89,18 +89,24 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error, _jensen_pairs
+from dpledger.accountants.two_runs import narrowness
 from dpledger.mechanisms._threads import run_in_parallel
 from dpledger.mechanisms.loss_buckets import subsampled_gaussian_buckets
-from dpledger.mechanisms.subsampled_gaussian_two_runs import _sum_down, _sum_up
 
 __all__ = ["MAX_RUNS", "WindowedLedger", "faster_than_inversion"]
 
 _U = 2.0**-53
 #: Most runs this path composes (one convolution each).
 MAX_RUNS = 12
-#: Up to this many runs the windowed path is faster than inversion for any narrow ledger (narrowness at least
-#: :data:`accountants.two_runs.NARROW`), and up to ``FEW_NARROWEST`` for the narrowest (at least ``NARROWEST``).
-FEW, FEW_NARROWEST, NARROWEST = 4, 6, 1500.0
+#: The most runs the windowed path takes, by the ledger's narrowness (:func:`accountants.two_runs.narrowness`, the
+#: largest over its runs; at least :data:`accountants.two_runs.NARROW`): where it was faster than inversion
+#: (:func:`faster_than_inversion`).
+RUN_LIMITS = ((1850.0, MAX_RUNS), (1500.0, 8), (700.0, 6), (100.0, 5))
+#: The smallest one-run loss spread ``q sqrt(expm1(mu^2))`` (about the loss's standard deviation) the path takes at
+#: rtol 1e-6, scaled by ``1e-6 / rtol``: the bucket masses' enclosures (their relative width grows like ``1 / h``)
+#: put a floor under the interval near ``1e-6`` of delta over the loss's scale (sigma 1, q 1e-4, spread 1.3e-4: 2.6e-6
+#: wide at x4, whatever the grid; sigma 0.7, q 1e-4 x 10, 2.6e-4: 1.3e-6; sigma 0.6, q 1e-4, 3.9e-4: within rtol).
+MIN_SPREAD = 3.5e-4
 #: Window points of the first grid, and the most a refined grid may have.
 FIRST_POINTS, MAX_POINTS = 1 << 12, 1 << 18
 #: Largest window searched for epsilon (beyond it, far from the corner this path is for, the other paths answer).
@@ -116,18 +122,44 @@ TILT_PER_SLOPE = 4.0
 #: The last product computes its window's entries directly where there are at most this many (module docstring,
 #: "The last product").
 DIRECT_ENTRIES = 32
+#: Windows of at least this many points compose their two measures on two threads (below it the threads' turns at
+#: the GIL, between many short numpy calls, cost more than they save: 4,718 points took 5.7 ms a measure on two
+#: threads, 2 ms in turn).
+THREADED_POINTS = 1 << 14
 
 
-def faster_than_inversion(count: int, narrowness: float) -> bool:
-    """Whether ``count`` runs of Poisson-subsampled Gaussians of this :func:`accountants.two_runs.narrowness` (the
-    largest over the runs) are answered faster here than by inversion: only the path, never the proof, depends on it.
+def faster_than_inversion(runs: Sequence[tuple[float, float, int]], rtol: float) -> bool:
+    """Whether three or more runs of Poisson-subsampled Gaussians, given as ``(mu, q, count)``, are answered faster
+    here than by inversion, within ``rtol``: only the path, never the proof, depends on it. At most
+    :data:`RUN_LIMITS` runs for their narrowness, each run's spread at least :data:`MIN_SPREAD` (scaled by rtol).
     Measured (``python -m benchmarks.bench_fourier_few_runs crossover``, benchmarks/RESULTS.md; epsilon at delta
-    1e-5, this repository's Intel machine, windowed against the other paths, seconds):
-    sigma 0.6, q 1e-4 (narrowness 2,527): x4 0.06 against 3.7, x6 0.23 against 1.2, x7 0.27 against 0.25; sigma 0.5,
-    q 3e-4 (1,780): x6 0.60 against 4.5 (and 1e-5 wide), x7 0.86 against 0.51; sigma 0.6, q 1e-3 (740): x4 0.13
-    against 0.76, x5 0.16 against 0.15, x6 0.24 against 0.18; sigma 1, q 1e-3 (166): x4 0.04 against 0.11, x5 0.05
-    against 0.04."""
-    return 3 <= count <= FEW or (count <= FEW_NARROWEST and narrowness >= NARROWEST)
+    1e-5, this repository's Intel machine, medians of three, windowed against the other paths, seconds): sigma 0.6,
+    q 1e-4 (narrowness 2,527): x10 0.056 against 0.134, x12 0.122 against 0.132; sigma 0.6, q 2e-4 (1,889): x10 0.074
+    against 0.136; sigma 0.5, q 3e-4 (1,780): x7 0.24 against 0.48, x10 0.28 against 0.26; sigma 0.6, q 3e-4
+    (1,539): x8 0.075 against 0.133, x10 0.146 against 0.096; sigma 0.6, q 1e-3 (740): x6 0.066 against 0.137, x8
+    0.097 against 0.101; sigma 1, q 1e-3 (166): x5 0.021 against 0.037, x6 0.030 against 0.031."""
+    count = sum(int(n) for _, _, n in runs)
+    if count < 3:
+        return False
+    narrow = max(narrowness(mu, q) for mu, q, _ in runs)
+    spread = min(q * math.sqrt(math.expm1(min(mu * mu, 700.0))) for mu, q, _ in runs)
+    if spread < MIN_SPREAD * 1e-6 / rtol:
+        return False
+    return any(narrow >= least and count <= most for least, most in RUN_LIMITS)
+
+
+def _nonneg_up(terms):
+    """An upper bound on the exact sum of non-negative float terms: numpy's sum (any order) is within ``gamma_(n-1)``
+    of the exact sum (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. (4.4)), taken of the
+    computed sum 1.01 times, and one more ulp."""
+    total = float(np.sum(terms))
+    return float(np.nextafter(total + (terms.size + 2) * _U * 1.01 * total, np.inf))
+
+
+def _nonneg_down(terms):
+    """A lower bound on the exact sum of non-negative float terms (:func:`_nonneg_up`)."""
+    total = float(np.sum(terms))
+    return float(np.nextafter(total - (terms.size + 2) * _U * 1.01 * total, -np.inf))
 
 
 def _convolve(a, b, h, theta, upper):
@@ -173,8 +205,8 @@ class _Part:
         with np.errstate(over="ignore", under="ignore"):
             weighted = self.values * np.exp(-(self.start + np.arange(self.values.size)) * h)
         if upper:
-            return _sum_up(self.values), _sum_down(weighted) * (1.0 - 4 * _U)  # exp and product: 4u
-        return _sum_down(self.values), _sum_up(weighted) * (1.0 + 4 * _U)
+            return _nonneg_up(self.values), _nonneg_down(weighted) * (1.0 - 4 * _U)  # exp and product: 4u
+        return _nonneg_down(self.values), _nonneg_up(weighted) * (1.0 + 4 * _U)
 
 
 class _Grid:
@@ -246,11 +278,11 @@ class _Grid:
         # cumulative sums of non-negative terms, each within gamma_(ny) of exact; the exponentials and products 4u
         slack = (ny + 8) * _U * 1.01
         if upper:
-            mass += _sum_up(x.values * tails[t]) * (1.0 + slack)
-            moment += _sum_down(x_weighted * tails_weighted[t]) * (1.0 - slack)
+            mass += _nonneg_up(x.values * tails[t]) * (1.0 + slack)
+            moment += _nonneg_down(x_weighted * tails_weighted[t]) * (1.0 - slack)
         else:
-            mass += _sum_down(x.values * tails[t]) * (1.0 - slack)
-            moment += _sum_up(x_weighted * tails_weighted[t]) * (1.0 + slack)
+            mass += _nonneg_down(x.values * tails[t]) * (1.0 - slack)
+            moment += _nonneg_up(x_weighted * tails_weighted[t]) * (1.0 + slack)
         # the entries first .. top, each sum_j x_j y_(m - j) of non-negative terms: within gamma_(nx + 1)
         count = max(self.top - first + 1, 0)
         values = np.zeros(max(count, 1))
@@ -287,10 +319,10 @@ class _Composed:
             lump = self.lump_mass - e_eps * (1.0 - 4 * _U) * self.lump_moment
             lump += 4 * _U * (self.lump_mass + e_eps * self.lump_moment)
             # each term a product and an expm1, within 4u of itself
-            return min((_sum_up(terms) * (1.0 + 4 * _U) + max(lump, 0.0) * (1.0 + 2 * _U)) * (1.0 + 2 * _U), 1.0)
+            return min((_nonneg_up(terms) * (1.0 + 4 * _U) + max(lump, 0.0) * (1.0 + 2 * _U)) * (1.0 + 2 * _U), 1.0)
         lump = self.lump_mass - e_eps * (1.0 + 4 * _U) * self.lump_moment
         lump -= 4 * _U * (self.lump_mass + e_eps * self.lump_moment)
-        return max(float(np.nextafter(_sum_down(terms) * (1.0 - 4 * _U) + lump, -np.inf)), 0.0)
+        return max(float(np.nextafter(_nonneg_down(terms) * (1.0 - 4 * _U) + lump, -np.inf)), 0.0)
 
     def log_slope(self, epsilon):
         """``-d/d eps log delta`` of this measure's delta at ``epsilon`` (a heuristic for the tilt, not a bound):
@@ -364,6 +396,12 @@ class WindowedLedger:
             # remove: the last bucket lies above the window (lumped); add: beyond the support (empty). The first
             # bucket: remove, below the support (empty); add, below the window (dropped)
             power = _Part(k0, values, *(tail if remove else (0.0, 0.0)), s)
+            if len(self._groups) == 1 and count >= 2 and count & (count - 1) == 0:
+                # 2^k runs alone: the last squaring is the last product, on the window only
+                for _ in range(count.bit_length() - 2):
+                    power = grid.product(power, power)
+                factors += [power, power]
+                continue
             while True:
                 if count & 1:
                     factors.append(power)
@@ -371,6 +409,9 @@ class WindowedLedger:
                 if not count:
                     break
                 power = grid.product(power, power)
+        if sum(factor.steps for factor in factors) != total:  # every run exactly once
+            raise RuntimeError(f"windowed buckets: the factors compose {sum(f.steps for f in factors)} grid steps "
+                               f"of runs, not the ledger's {total}")
         if len(factors) == 1:
             part = factors[0]
             return _Composed(part.start, part.values, part.lump_mass, part.lump_moment, h, upper)
@@ -390,7 +431,8 @@ class WindowedLedger:
                 continue
             calls = [functools.partial(self._compose, remove, eps_lo, eps_hi, h, theta, upper, buckets)
                      for upper in (True, False)]
-            for upper, measure in zip((True, False), run_in_parallel(calls)):
+            threaded = self._width(eps_hi) / h >= THREADED_POINTS
+            for upper, measure in zip((True, False), run_in_parallel(calls) if threaded else [c() for c in calls]):
                 measures[remove, upper] = measure
         directions = sorted({remove for remove, _ in measures})
 
@@ -469,9 +511,10 @@ class WindowedLedger:
                 eps_hi *= 4.0
                 h, theta = self._first_step(eps_hi), self._first_theta(delta, eps_hi)
                 continue
-            upper = min(upper, _crossing(upper_fn, delta, eps_lo, eps_hi)[1])
+            # each crossing to a thousandth of rtol: it adds at most that to the interval's width
+            upper = min(upper, _crossing(upper_fn, delta, eps_lo, eps_hi, 1e-3 * rtol)[1])
             if lower_fn(eps_lo) > delta:
-                lower = max(lower, _crossing(lower_fn, delta, eps_lo, upper)[0])
+                lower = max(lower, _crossing(lower_fn, delta, eps_lo, upper, 1e-3 * rtol)[0])
             gap, last = upper - lower, gap
             if gap <= rtol * upper or gap > 0.5 * last:
                 break  # within rtol, or at the floor of the masses' enclosures
@@ -483,13 +526,13 @@ class WindowedLedger:
         return min(lower, upper), upper
 
 
-def _crossing(curve, delta, lo, hi):
-    """``(a, b)``, ``lo <= a <= b <= hi``: ``curve(a) > delta >= curve(b)`` by bisection to ``1e-13`` relative,
+def _crossing(curve, delta, lo, hi, tol):
+    """``(a, b)``, ``lo <= a <= b <= hi``: ``curve(a) > delta >= curve(b)`` by bisection to ``tol`` relative,
     ``curve`` non-increasing, given ``curve(hi) <= delta`` (else ``b = hi`` is not a crossing: the caller checks)
     and ``curve(lo) > delta`` (else ``a = lo``)."""
     if curve(lo) <= delta:
         return lo, lo
-    while hi - lo > 1e-13 * hi:
+    while hi - lo > tol * hi:
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break

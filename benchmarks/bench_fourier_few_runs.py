@@ -91,25 +91,40 @@ def run():
 
 #: (sigma, q, runs, delta): where the windowed path and the other paths cross over (accountants.windowed_buckets.
 #: faster_than_inversion), and two small deltas.
-CROSSOVER = ((0.6, 1e-4, 4, 1e-5), (0.6, 1e-4, 6, 1e-5), (0.6, 1e-4, 7, 1e-5), (0.5, 3e-4, 6, 1e-5),
-             (0.5, 3e-4, 7, 1e-5), (0.6, 1e-3, 4, 1e-5), (0.6, 1e-3, 5, 1e-5), (0.6, 1e-3, 6, 1e-5),
-             (1.0, 1e-3, 4, 1e-5), (1.0, 1e-3, 5, 1e-5), (0.6, 1e-4, 10, 1e-5), (0.6, 1e-4, 3, 1e-8),
+CROSSOVER = ((0.6, 1e-4, 4, 1e-5), (0.6, 1e-4, 6, 1e-5), (0.6, 1e-4, 7, 1e-5), (0.6, 1e-4, 8, 1e-5),
+             (0.6, 1e-4, 10, 1e-5), (0.6, 1e-4, 12, 1e-5), (0.5, 3e-4, 6, 1e-5), (0.5, 3e-4, 7, 1e-5),
+             (0.5, 3e-4, 10, 1e-5), (0.6, 1e-3, 4, 1e-5), (0.6, 1e-3, 5, 1e-5), (0.6, 1e-3, 6, 1e-5),
+             (0.6, 1e-3, 8, 1e-5), (0.6, 1e-3, 10, 1e-5), (1.0, 1e-3, 4, 1e-5), (1.0, 1e-3, 5, 1e-5),
+             (1.0, 1e-3, 6, 1e-5), (1.0, 1e-4, 6, 1e-5), (1.0, 1e-4, 10, 1e-5), (0.6, 1e-4, 3, 1e-8),
              (0.6, 1e-3, 3, 1e-8))
+#: Fresh calls timed on each side of a crossover cell (their median is reported).
+REPEATS = 3
+
+
+def _median_timed(make):
+    """``make()`` returns a fresh call; the first result and the median wall time of :data:`REPEATS` fresh calls."""
+    timings = [_timed(make()) for _ in range(REPEATS)]
+    return timings[0][0], sorted(t[1] for t in timings)[REPEATS // 2]
 
 
 def crossover():
     """Epsilon of each CROSSOVER cell by the windowed path alone (``WindowedLedger.epsilon_bounds`` at rtol 1e-6) and
-    by the accountant with the few-run path switched off (inversion, buckets), each once on a fresh object, and the
-    path the accountant routes the ledger to."""
+    by the accountant with the few-run path switched off (inversion, buckets), each the median wall time of
+    :data:`REPEATS` fresh objects, and the path the accountant routes the ledger to."""
     from dpledger.accountants.two_runs import narrowness
     from dpledger.accountants.windowed_buckets import WindowedLedger
 
     rows = []
     for sigma, q, runs, delta in CROSSOVER:
-        (lo, hi), w_wall, _ = _timed(lambda: WindowedLedger([(1 / sigma, q, runs)]).epsilon_bounds(delta, 1e-6))
-        other = _ledger(sigma, q, runs)
-        other._few_runs = lambda: None  # the other paths only
-        o, o_wall, _ = _timed(lambda: other.epsilon_bounds(delta))
+        (lo, hi), w_wall = _median_timed(
+            lambda: lambda: WindowedLedger([(1 / sigma, q, runs)]).epsilon_bounds(delta, 1e-6))
+
+        def other_paths():
+            other = _ledger(sigma, q, runs)
+            other._few_runs = lambda: None  # the other paths only
+            return lambda: other.epsilon_bounds(delta)
+
+        o, o_wall = _median_timed(other_paths)
         routed = _ledger(sigma, q, runs)
         routed._few_runs()
         row = [sigma, q, runs, f"{delta:g}", f"{narrowness(1 / sigma, q):.0f}", f"[{lo:.10g}, {hi:.10g}]",
@@ -121,7 +136,8 @@ def crossover():
                "windowed s", "other paths' interval", "relative width", "other paths s", "routed to"]
     body = "\n".join([
         "Command: `python -m benchmarks.bench_fourier_few_runs crossover`; epsilon by the windowed path alone and by "
-        "the accountant with the few-run path off, each query once on a fresh object (warm process).",
+        "the accountant with the few-run path off, each the median wall time of three queries on fresh objects (warm "
+        "process).",
         "",
         markdown_table(headers, rows),
         "",

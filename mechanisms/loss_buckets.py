@@ -26,7 +26,6 @@ by ``[0, 1e-300]``.
 
 from __future__ import annotations
 
-import functools
 import typing
 
 import numpy as np
@@ -34,7 +33,6 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from dpledger.mechanisms._logmath import EPS
-from dpledger.mechanisms._threads import run_in_parallel
 
 __all__ = [
     "LossBuckets",
@@ -60,8 +58,6 @@ class LossBuckets(typing.NamedTuple):
     down: np.ndarray
     of_loss: bool = False
 
-#: Grids of at least this many edges compute their two normal components on two threads.
-_THREADED_EDGES = 1 << 13
 #: Below this ndtr's relative accuracy is not relied upon: the value is enclosed by [0, _TINY].
 _TINY = 1e-300
 
@@ -86,18 +82,17 @@ def normal_cdf_bounds(x_low: ArrayLike, x_high: ArrayLike) -> tuple[np.ndarray, 
     return lo, hi
 
 
-def _cdf_where(mask, x_low, x_high):
-    """:func:`normal_cdf_bounds` where ``mask`` holds (0 elsewhere): only there when that is under half of it."""
-    if mask.all() or np.count_nonzero(mask) * 2 > mask.size:
-        return normal_cdf_bounds(x_low, x_high)
-    lo, hi = np.zeros(mask.shape), np.zeros(mask.shape)
-    where = np.flatnonzero(mask)
-    lo[where], hi[where] = normal_cdf_bounds(x_low[where], x_high[where])
-    return lo, hi
-
-
 def _normal_interval(a_low, a_high, b_low, b_high):
-    """Bounds on ``Phi(b) - Phi(a)`` for ``a`` in ``[a_low, a_high]``, ``b`` in ``[b_low, b_high]``, ``a <= b``.
+    """Bounds on ``Phi(b) - Phi(a)`` for ``a`` in ``[a_low, a_high]``, ``b`` in ``[b_low, b_high]``, ``a <= b``
+    (:func:`_combined_interval` of the four bounds on ``Phi`` it needs)."""
+    return _combined_interval(a_low, a_high, b_low, normal_cdf_bounds(a_low, a_high), normal_cdf_bounds(b_low, b_high),
+                              normal_cdf_bounds(-a_high, -a_low), normal_cdf_bounds(-b_high, -b_low))
+
+
+def _combined_interval(a_low, a_high, b_low, cdf_a, cdf_b, tail_a, tail_b):
+    """Bounds on ``Phi(b) - Phi(a)`` for ``a`` in ``[a_low, a_high]``, ``b`` at least ``b_low``, ``a <= b``, given
+    ``cdf_a = (lo, hi)`` bounds on ``Phi`` over ``a``'s range (``cdf_b`` over ``b``'s) and ``tail_a`` on ``Phi(-a)``
+    (``tail_b`` on ``Phi(-b)``), each from :func:`normal_cdf_bounds`.
 
     Each end is computed from bounds on ``Phi`` on the side of 0 where ``Phi`` (left) or ``1 - Phi`` (right,
     through ``Phi(-x)``) is small, so the relative margins are those of tail values: ``Phi(b) - Phi(a)``,
@@ -105,19 +100,35 @@ def _normal_interval(a_low, a_high, b_low, b_high):
     rounding is covered by the factors ``1 +- 2u``."""
     right = a_low >= 0.0
     mixed = (a_high < 0.0) & (b_low > 0.0)
-    left = ~(right | mixed)
-    # left side: Phi(b) - Phi(a)
-    pb_lo, pb_hi = _cdf_where(left, b_low, b_high)
-    pa_lo, pa_hi = _cdf_where(~right, a_low, a_high)
-    # right side: Phi(-a) - Phi(-b)
-    qa_lo, qa_hi = _cdf_where(right, -a_high, -a_low)
-    qb_lo, qb_hi = _cdf_where(~left, -b_high, -b_low)
+    (pa_lo, pa_hi), (pb_lo, pb_hi), (qa_lo, qa_hi), (qb_lo, qb_hi) = cdf_a, cdf_b, tail_a, tail_b
     hi = np.where(right, qa_hi - qb_lo, pb_hi - pa_lo)
     lo = np.where(right, qa_lo - qb_hi, pb_lo - pa_hi)
     # straddling 0: 1 - Phi(-b) - Phi(a), both tails small (two roundings, relative u each)
     hi = np.where(mixed, (1.0 - qb_lo - pa_lo) * (1.0 + 2.0 * _U), hi)
     lo = np.where(mixed, (1.0 - qb_hi - pa_hi) * (1.0 - 2.0 * _U), lo)
     return np.maximum(lo * (1.0 - 2.0 * _U), 0.0), np.minimum(np.maximum(hi, 0.0) * (1.0 + 2.0 * _U), 1.0)
+
+
+def _edge_intervals(x_low, x_high, remove):
+    """Bounds on ``Phi(b) - Phi(a)`` for every bucket between consecutive edge outputs ``x`` (each within ``[x_low,
+    x_high]``): remove, buckets ``(-inf, x_0], (x_0, x_1], ..., (x_(n-1), inf)``; add, the outputs decrease with the
+    loss, so bucket ``i`` is ``[x_i, x_(i-1))`` with ``x_(-1) = inf`` and ``x_n = -inf``. ``Phi`` and ``Phi(-x)``
+    are bounded once per edge and shared by the two buckets it bounds."""
+    cdf_lo, cdf_hi = normal_cdf_bounds(x_low, x_high)  # Phi over [x_low, x_high]
+    tail_lo, tail_hi = normal_cdf_bounds(-x_high, -x_low)  # Phi(-x)
+
+    def ends(values, before, after):
+        return np.concatenate([[before], values]), np.concatenate([values, [after]])
+
+    if remove:  # a = (-inf, x), b = (x, inf)
+        (a_low, b_low), (a_high, _) = ends(x_low, -np.inf, np.inf), ends(x_high, -np.inf, np.inf)
+        (ca_lo, cb_lo), (ca_hi, cb_hi) = ends(cdf_lo, 0.0, 1.0), ends(cdf_hi, 0.0, 1.0)
+        (ta_lo, tb_lo), (ta_hi, tb_hi) = ends(tail_lo, 1.0, 0.0), ends(tail_hi, 1.0, 0.0)
+    else:  # a = (x, -inf), b = (inf, x)
+        (b_low, a_low), (_, a_high) = ends(x_low, np.inf, -np.inf), ends(x_high, np.inf, -np.inf)
+        (cb_lo, ca_lo), (cb_hi, ca_hi) = ends(cdf_lo, 1.0, 0.0), ends(cdf_hi, 1.0, 0.0)
+        (tb_lo, ta_lo), (tb_hi, ta_hi) = ends(tail_lo, 0.0, 1.0), ends(tail_hi, 0.0, 1.0)
+    return _combined_interval(a_low, a_high, b_low, (ca_lo, ca_hi), (cb_lo, cb_hi), (ta_lo, ta_hi), (tb_lo, tb_hi))
 
 
 def _log_ratio_argument(edges, q):
@@ -167,22 +178,15 @@ def subsampled_gaussian_buckets(mu: float, q: float, edges: ArrayLike, remove: b
     edges = np.asarray(edges, dtype=np.float64)
     if remove:
         z_lo, z_hi = _log_ratio_argument(edges, q)
-        x_lo, x_hi = _threshold(z_lo, z_hi, mu)
-        a_lo, a_hi = np.concatenate([[-np.inf], x_lo]), np.concatenate([[-np.inf], x_hi])
-        b_lo, b_hi = np.concatenate([x_lo, [np.inf]]), np.concatenate([x_hi, [np.inf]])
     else:
-        z_lo, z_hi = _log_ratio_argument(-edges, q)
-        x_lo, x_hi = _threshold(z_lo, z_hi, mu)  # L <= l iff x >= x(-l): bucket (a, b] is x in [x(-b), x(-a))
-        a_lo, a_hi = np.concatenate([x_lo, [-np.inf]]), np.concatenate([x_hi, [-np.inf]])
-        b_lo, b_hi = np.concatenate([[np.inf], x_lo]), np.concatenate([[np.inf], x_hi])
+        z_lo, z_hi = _log_ratio_argument(-edges, q)  # L <= l iff x >= x(-l): bucket (a, b] is x in [x(-b), x(-a))
+    x_lo, x_hi = _threshold(z_lo, z_hi, mu)
+
     def component(shift):
         s_u = 4.0 * _U * (abs(shift) + 1.0)  # the subtraction of shift, and shift's own error
-        return _normal_interval(_widen(a_lo - shift, s_u, -1), _widen(a_hi - shift, s_u, 1),
-                                _widen(b_lo - shift, s_u, -1), _widen(b_hi - shift, s_u, 1))
+        return _edge_intervals(_widen(x_lo - shift, s_u, -1), _widen(x_hi - shift, s_u, 1), remove)
 
-    calls = [functools.partial(component, shift) for shift in (0.0, mu)]
-    # (lo, hi) under B = N(0, 1) and A = N(mu, 1); long grids on two threads (numpy's ufuncs release the GIL)
-    base, other = run_in_parallel(calls) if edges.size >= _THREADED_EDGES else [call() for call in calls]
+    base, other = component(0.0), component(mu)  # (lo, hi) under B = N(0, 1) and A = N(mu, 1)
     if q < 1.0:
         mixed = tuple(((1.0 - q) * b_ + q * a_) * f for b_, a_, f in zip(base, other, (1.0 - 4 * _U, 1.0 + 4 * _U)))
     else:

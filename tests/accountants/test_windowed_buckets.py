@@ -13,7 +13,7 @@ from dpledger.accountants import FourierAccountant
 from dpledger.accountants import windowed_buckets as wb
 from dpledger.accountants.privacy_buckets import _connect_the_dots, _jensen_pairs
 from dpledger.accountants.report import BoundKind
-from dpledger.accountants.two_runs import TwoRunLedger, narrowness
+from dpledger.accountants.two_runs import TwoRunLedger
 from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
 from dpledger.mechanisms.loss_buckets import LossBuckets
 from tests.oracles.privacy_profiles import subsampled_gaussian_profile
@@ -193,6 +193,7 @@ def test_three_runs_agree_with_the_inversions_proven_interval(sigma, q, monkeypa
 
 @pytest.mark.parametrize("runs", [
     [(1 / 0.6, 1e-4, 10)],  # 8 x 2: three squarings and the last product
+    [(1 / 0.6, 1e-4, 4)],  # 2 x 2: one squaring, the last one the last product
     [(1.0, 1e-3, 4), (1.0, 1e-3, 3)],  # one group of 7: 4 x 2 x 1
     [(1 / 0.6, 1e-4, 2), (1.0, 1e-3, 3), (1 / 0.6, 1e-4, 1)],  # three groups, one of them a power
 ])
@@ -207,6 +208,19 @@ def test_powers_and_products_of_groups_agree_with_the_inversion(runs, monkeypatc
     other = acc.epsilon_bounds(1e-5)
     assert got[1] - got[0] <= 1e-6 * got[1]
     assert max(got[0], other.lower) <= min(got[1], other.upper)
+
+
+def test_every_count_composes_each_run_once():
+    """Epsilon grows strictly with the count (a factorisation that dropped or repeated a run would not: a first
+    version of the power-of-two path composed three runs for four), and for 4, 7 and 8 runs one group and two groups
+    of a mechanism a hair apart (other factorisations: no power-of-two path, other squarings) give intervals that
+    meet."""
+    mu, q = 1 / 0.6, 1e-4
+    epsilons = [wb.WindowedLedger([(mu, q, n)]).epsilon_bounds(1e-5, 1e-6) for n in range(1, wb.MAX_RUNS + 1)]
+    assert all(a[1] < b[0] for a, b in zip(epsilons, epsilons[1:]))
+    for n in (4, 7, 8):
+        split = wb.WindowedLedger([(mu, q, n - 1), (mu * (1 + 1e-12), q, 1)]).epsilon_bounds(1e-5, 1e-6)
+        assert max(split[0], epsilons[n - 1][0]) <= min(split[1], epsilons[n - 1][1])
 
 
 def test_the_delta_query_agrees_with_the_inversion(monkeypatch):
@@ -235,9 +249,9 @@ def test_two_halvings_of_the_step_take_the_gap_to_a_sixteenth():
 
 
 # ------------------------------------------------------------------ the accountant
-@pytest.mark.parametrize("sigma, q, count", [(0.6, 1e-4, 3), (0.6, 1e-4, 6), (0.6, 1e-3, 4)])
+@pytest.mark.parametrize("sigma, q, count", [(0.6, 1e-4, 3), (0.6, 1e-4, 6), (0.6, 1e-3, 4), (0.6, 1e-4, 10)])
 def test_the_few_run_corner_is_answered_on_the_window_within_rtol(sigma, q, count):
-    """Three to six runs of sigma 0.6 (inversion took 4.3 s at q 1e-4 x 3 for an interval 3e-4 wide)."""
+    """Three to ten runs of sigma 0.6 (inversion took 4.3 s at q 1e-4 x 3 for an interval 3e-4 wide)."""
     acc = _ledger(sigma, q, count)
     assert isinstance(acc._few_runs(), wb.WindowedLedger)
     report = acc.epsilon_report(1e-5)
@@ -250,13 +264,25 @@ def test_the_few_run_corner_is_answered_on_the_window_within_rtol(sigma, q, coun
 
 def test_the_routing_follows_the_measured_cells():
     """Windowed where it was measured faster than inversion (accountants.windowed_buckets.faster_than_inversion),
-    inversion where that was faster."""
-    faster_windowed = [(0.6, 1e-4, 3), (0.6, 1e-4, 6), (0.5, 3e-4, 6), (0.6, 1e-3, 4), (1.0, 1e-3, 4)]
-    faster_inverted = [(0.6, 1e-4, 8), (0.5, 3e-4, 7), (0.6, 1e-3, 6), (1.0, 1e-3, 5), (0.6, 1e-4, 10)]
-    assert all(wb.faster_than_inversion(n, narrowness(1 / s, q)) for s, q, n in faster_windowed)
-    assert not any(wb.faster_than_inversion(n, narrowness(1 / s, q)) for s, q, n in faster_inverted)
-    assert _ledger(0.6, 1e-3, 6)._few_runs() is None
+    inversion where that was faster, or where the bucket masses' floor keeps the window wider than rtol."""
+    faster_windowed = [(0.6, 1e-4, 3), (0.6, 1e-4, 10), (0.6, 2e-4, 10), (0.5, 3e-4, 7), (0.6, 3e-4, 8),
+                       (0.6, 1e-3, 6), (1.0, 1e-3, 5)]
+    faster_inverted = [(0.5, 3e-4, 10), (0.6, 3e-4, 10), (0.6, 1e-3, 8), (1.0, 1e-3, 6), (2.0, 1e-3, 3)]
+    floored = [(1.0, 1e-4, 4), (0.7, 1e-4, 10)]
+    assert all(wb.faster_than_inversion([(1 / s, q, n)], 1e-6) for s, q, n in faster_windowed)
+    assert not any(wb.faster_than_inversion([(1 / s, q, n)], 1e-6) for s, q, n in faster_inverted + floored)
+    assert wb.faster_than_inversion([(1.0, 1e-4, 4)], 1e-4)  # a looser rtol clears the floor
+    assert not wb.faster_than_inversion([(1 / 0.6, 1e-4, 2)], 1e-6)  # two runs: the two-run path
+    assert _ledger(0.6, 1e-3, 8)._few_runs() is None
+    assert isinstance(_ledger(0.6, 1e-4, 10)._few_runs(), wb.WindowedLedger)
     assert _ledger(2.0, 1e-3, 3)._few_runs() is None  # wide: inverted
+
+
+def test_the_floored_cell_left_to_inversion_is_floored_on_the_window():
+    """The reason for MIN_SPREAD: sigma 1, q 1e-4 x 4 stays wider than rtol on the window, and is inverted."""
+    lower, upper = wb.WindowedLedger([(1.0, 1e-4, 4)]).epsilon_bounds(1e-5, 1e-6)
+    assert upper - lower > 1e-6 * upper
+    assert _ledger(1.0, 1e-4, 4)._few_runs() is None
 
 
 def test_a_windowed_interval_wider_than_rtol_is_intersected_with_the_other_paths(monkeypatch):

@@ -127,9 +127,10 @@ def check_exact(sigma, q, steps, factors=(0.5, 1.0, 2.0)):
 
 # ---------------------------------------------------------------------------------------------- default suite
 def test_flagship_cell_inverts_inside_the_references():
-    """sigma 0.6, q 1e-4, 10 steps: the commit's own example, [0.0103907685, 0.0103907747]."""
+    """sigma 0.6, q 1e-4, 10 steps: the commit's own example, [0.0103907685, 0.0103907747] by inversion; since ten
+    runs of it go to the windowed path (accountants.windowed_buckets), which reports no inversion path, that one."""
     path, b, pessimistic = check_epsilon(0.6, 1e-4, 10, optimistic=False)
-    assert path == "inversion"
+    assert path is None
     assert b.upper - b.lower <= 1e-6 * b.upper
     # the pessimistic PLD at 1e-5 is within its discretisation of the truth: dpledger's answer is just below it
     assert pessimistic - b.upper <= 10 * PLD_STEP
