@@ -40,32 +40,46 @@ def analytic_gaussian_delta_bound(mu: float, epsilon: ArrayLike, upper: bool) ->
     smallest positive float (``delta(eps) > 0`` for every finite ``eps``). An ``eps`` so large that the error terms
     overflow (searches probe up to 1e300) gives the trivial bounds 1 and 0.
     """
-    from scipy.special import log_ndtr
-
     eps = np.asarray(epsilon, dtype=np.float64)
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-        a = 0.5 * mu - eps / mu
-        b = a - mu
-        la, lb = log_ndtr(a), log_ndtr(b)
-        reach = abs(mu) + np.abs(eps / mu) + 1.0
-        err_a = 2.0 * (1e-13 * np.abs(la) + 4.0 * _U * (np.abs(a) + reach) * (np.abs(a) + 1.0))
-        err_b = 2.0 * (1e-13 * np.abs(lb) + 4.0 * _U * (np.abs(b) + reach) * (np.abs(b) + 1.0))
-        z = eps + lb - la
-        z_err = err_a + err_b + 4.0 * _U * (np.abs(eps) + np.abs(lb) + np.abs(la))
-        if upper:
-            value = _logmath.round_up(np.exp(la + err_a) * -np.expm1(np.minimum(z - z_err, 0.0)), 16)
-            return np.where(np.isnan(value), 1.0, np.minimum(np.maximum(value, 5e-324), 1.0))
-        value = np.exp(la - err_a) * -np.expm1(np.minimum(z + z_err, 0.0))
-        value = np.nextafter(np.nextafter(value * (1.0 - 16.0 * _U), 0.0), 0.0)
-        return np.where(np.isnan(value), 0.0, np.maximum(value, 0.0))
+        terms = _delta_terms(mu, eps)
+        return _upper(*terms) if upper else _lower(*terms)
+
+
+def _delta_terms(mu, eps):
+    """``(log Phi(a), its error, z, its error)`` at ``eps`` (arrays or numpy scalars; module floats' ufuncs on
+    either): :func:`analytic_gaussian_delta_bound`'s docstring."""
+    from scipy.special import log_ndtr
+
+    a = 0.5 * mu - eps / mu
+    b = a - mu
+    la, lb = log_ndtr(a), log_ndtr(b)
+    reach = abs(mu) + np.abs(eps / mu) + 1.0
+    err_a = 2.0 * (1e-13 * np.abs(la) + 4.0 * _U * (np.abs(a) + reach) * (np.abs(a) + 1.0))
+    err_b = 2.0 * (1e-13 * np.abs(lb) + 4.0 * _U * (np.abs(b) + reach) * (np.abs(b) + 1.0))
+    z = eps + lb - la
+    z_err = err_a + err_b + 4.0 * _U * (np.abs(eps) + np.abs(lb) + np.abs(la))
+    return la, err_a, z, z_err
+
+
+def _upper(la, err_a, z, z_err):
+    value = _logmath.round_up(np.exp(la + err_a) * -np.expm1(np.minimum(z - z_err, 0.0)), 16)
+    return np.where(np.isnan(value), 1.0, np.minimum(np.maximum(value, 5e-324), 1.0))
+
+
+def _lower(la, err_a, z, z_err):
+    value = np.exp(la - err_a) * -np.expm1(np.minimum(z + z_err, 0.0))
+    value = np.nextafter(np.nextafter(value * (1.0 - 16.0 * _U), 0.0), 0.0)
+    return np.where(np.isnan(value), 0.0, np.maximum(value, 0.0))
 
 
 def analytic_gaussian_delta_bounds(mu: float, epsilon: float) -> tuple[float, float]:
     """``(lower, upper)`` of ``delta(eps) = Phi(a) - e^eps Phi(a - mu)``, ``a = mu/2 - eps/mu`` (any real ``eps``):
-    :func:`analytic_gaussian_delta_bound` at one point."""
-    mu, eps = float(mu), np.array([float(epsilon)])
-    lower, upper = (float(analytic_gaussian_delta_bound(mu, eps, side)[0]) for side in (False, True))
-    return lower, upper
+    :func:`analytic_gaussian_delta_bound` at one point, both sides from the same terms (numpy scalars: a one-run
+    query makes dozens of these calls)."""
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        terms = _delta_terms(float(mu), np.float64(epsilon))
+        return float(_lower(*terms)), float(_upper(*terms))
 
 
 def _cut_keyword(cut):
