@@ -47,8 +47,8 @@ def analytic_gaussian_delta_bound(mu: float, epsilon: ArrayLike, upper: bool) ->
 
 
 def _delta_terms(mu, eps):
-    """``(log Phi(a), its error, z, its error)`` at ``eps`` (arrays or numpy scalars; module floats' ufuncs on
-    either): :func:`analytic_gaussian_delta_bound`'s docstring."""
+    """``(log Phi(a), its error, z, its error)`` at ``eps``, an array or a numpy scalar (the same ufuncs on either):
+    the terms of :func:`analytic_gaussian_delta_bound`'s docstring."""
     from scipy.special import log_ndtr
 
     a = 0.5 * mu - eps / mu

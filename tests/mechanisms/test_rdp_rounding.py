@@ -210,6 +210,20 @@ def test_round_up_moves_up():
     assert float(round_up(np.inf, 4)) == np.inf
 
 
+@given(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1, 4, 16]))
+@example(1.7976931348623157e308, 16)
+@example(-5e-324, 4)
+def test_round_up_of_a_scalar_is_that_of_a_one_element_array(x, ulps):
+    """The scalar path (Python floats) takes the array path's steps: the same float, as a numpy float64, and at
+    least the exact value of the argument (its own rounding of at least 4 ulps, with its absolute part)."""
+    scalar, array = round_up(x, ulps), round_up(np.array([x]), ulps)[0]
+    assert type(scalar) is np.float64
+    assert scalar == array or (np.isnan(scalar) and np.isnan(array))
+    if np.isfinite(x) and ulps > 1 and np.isfinite(scalar):  # (an overflow to inf is above every float)
+        assert fractions.Fraction(float(scalar)) >= fractions.Fraction(x) + (
+            abs(fractions.Fraction(x)) * (ulps - 1) * fractions.Fraction(np.finfo(float).eps))
+
+
 # ------------------------------------------------------------------- noisy screening (Private-kNN Thm 9)
 
 
