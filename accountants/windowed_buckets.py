@@ -503,7 +503,7 @@ class WindowedLedger:
         lower, upper, gap = 0.0, math.inf, math.inf
         while True:
             lower_fn, upper_fn, slope = self._pass(eps_lo, eps_hi, h, theta)
-            if upper == math.inf and upper_fn(eps_hi) > delta:
+            if upper == math.inf and not upper_fn(eps_hi) <= delta:  # (a NaN proves nothing: grow)
                 if eps_hi > MAX_EPSILON:
                     return lower, math.inf  # far from the corner this path is for: the other paths answer
                 if lower_fn(eps_hi) > delta:
@@ -531,10 +531,13 @@ def _crossing(curve, delta, lo, hi, tol):
     ``curve`` non-increasing, given ``curve(hi) <= delta`` (else ``b = hi`` is not a crossing: the caller checks)
     and ``curve(lo) > delta`` (else ``a = lo``)."""
     if curve(lo) <= delta:
-        return lo, lo
+        return lo, lo  # (a NaN at lo is taken as above delta: lo is then the caller's proven end, unchanged)
     while hi - lo > tol * hi:
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break
-        lo, hi = (lo, mid) if curve(mid) <= delta else (mid, hi)
+        value = curve(mid)
+        if math.isnan(value):
+            break  # a NaN proves nothing: the ends found so far stand
+        lo, hi = (lo, mid) if value <= delta else (mid, hi)
     return lo, hi

@@ -294,6 +294,16 @@ def test_a_windowed_interval_wider_than_rtol_is_intersected_with_the_other_paths
     assert "intersected with the proven interval of the other paths" in acc._method()
 
 
+def test_a_nan_curve_proves_no_end(monkeypatch):
+    """A delta curve that returned NaN (none is known to) must not become an end: the window grows past its largest
+    and the upper end stays infinite; the bisection stops where it was."""
+    original = wb._Composed.delta
+    monkeypatch.setattr(wb._Composed, "delta", lambda self, e: math.nan if self.upper else original(self, e))
+    lower, upper = wb.WindowedLedger([(1 / 0.6, 1e-4, 3)]).epsilon_bounds(1e-5, 1e-6)
+    assert upper == math.inf and lower < 0.0043083833
+    assert wb._crossing(lambda e: math.nan if e > 0.0 else 1.0, 0.1, 0.0, 1.0, 1e-9) == (0.0, 1.0)
+
+
 def test_sampling_probabilities_near_one_do_not_overflow_the_first_window():
     """16 sum a passed 709 (twelve runs of q 0.9752): the first window is capped at MAX_EPSILON (found by a
     red-team helper; the answer meets the inversion's 8.19201008 just below that threshold)."""
