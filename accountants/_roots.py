@@ -75,8 +75,10 @@ def bracket_crossing(evaluate, delta, start=1.0, below=None, tolerance=1e-13):
         lo, f_lo = 0.0, f0
         hi = float(start)
         f_hi = evaluate(hi)
-    while f_hi > delta:
-        lo, f_lo, hi = hi, f_hi, hi * 2.0
+    while not f_hi <= delta:  # a NaN proves nothing: keep growing, and only a value above delta moves lo
+        if not math.isnan(f_hi):
+            lo, f_lo = hi, f_hi
+        hi = hi * 2.0
         if hi > 1e300:
             return lo, math.inf
         f_hi = evaluate(hi)
@@ -106,6 +108,8 @@ def bracket_crossing(evaluate, delta, start=1.0, below=None, tolerance=1e-13):
         if x in (lo, hi):
             break
         value = evaluate(x)
+        if math.isnan(value):
+            break  # a NaN proves nothing: the ends found so far stand
         if value <= delta:
             hi, g_hi, kept = x, gap(value), (1 if kept >= 0 else 0)
         else:

@@ -104,3 +104,26 @@ def test_bracket_crossing_closes_at_an_evaluated_end_in_one_step():
     assert fa._one_run_delta(core, lo).upper > 1e-5 >= fa._one_run_delta(core, hi).upper
     assert hi - lo <= 1e-13 * hi
     assert len(calls) <= 12, len(calls)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1e-3, 10.0), st.floats(0.0, 40.0), st.floats(0.0, 1.0))
+def test_bracket_crossing_takes_no_end_from_a_nan(root, nan_from, nan_share):
+    """A curve that returns NaN (none is known to) on part of its range: every end returned is an evaluated point
+    whose value is not NaN and is on its side of delta (``lo`` may also be 0, and ``hi`` infinite where no finite
+    point proved anything)."""
+    from dpledger.accountants._roots import bracket_crossing as _bracket_crossing
+
+    delta = 1e-5
+
+    def profile(eps):
+        if eps >= nan_from and (eps * 7.3) % 1.0 < nan_share:
+            return math.nan
+        return delta * math.exp(-(eps - root))
+
+    evaluate, calls = _counted(profile)
+    lo, hi = _bracket_crossing(evaluate, delta)
+    if hi < math.inf and hi > 0.0:
+        assert hi in calls and profile(hi) <= delta
+    if lo > 0.0:
+        assert lo in calls and profile(lo) > delta
