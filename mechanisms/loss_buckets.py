@@ -73,10 +73,9 @@ def normal_cdf_bounds(x_low: ArrayLike, x_high: ArrayLike) -> tuple[np.ndarray, 
     x_low, x_high = np.asarray(x_low, dtype=np.float64), np.asarray(x_high, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         lo, hi = special.ndtr(x_low), special.ndtr(x_high)
-        r_lo = _U * (64.0 + 16.0 * np.where(np.isfinite(x_low), x_low, 0.0) ** 2)
-        r_hi = _U * (64.0 + 16.0 * np.where(np.isfinite(x_high), x_high, 0.0) ** 2)
-        lo = np.where(lo < _TINY, 0.0, lo * (1.0 - r_lo))
-        hi = np.where(hi < _TINY, _TINY, np.minimum(hi * (1.0 + r_hi), 1.0))
+        # relative margins u (64 + 16 x^2); at x = +-inf they are inf or NaN, and the ends are set exactly below
+        lo = np.where(lo < _TINY, 0.0, lo * (1.0 - _U * (64.0 + 16.0 * x_low * x_low)))
+        hi = np.where(hi < _TINY, _TINY, np.minimum(hi * (1.0 + _U * (64.0 + 16.0 * x_high * x_high)), 1.0))
     lo = np.where(x_low == np.inf, 1.0, np.where(x_low == -np.inf, 0.0, lo))
     hi = np.where(x_high == -np.inf, 0.0, np.where(x_high == np.inf, 1.0, hi))
     return lo, hi
