@@ -1,8 +1,8 @@
 """Few runs of little noise and a small sampling probability (issue 14, item 2): the corner where the
 characteristic function barely decays and Fourier inversion cannot reach ``rtol`` with ``max_terms`` nodes. Two runs
-take the exact second run (``accountants.two_runs``, path ``two runs``); three or four (up to six of the
-narrowest) privacy buckets on a window around epsilon (``accountants.windowed_buckets``, path ``windowed``); more,
-inversion. Each query once, in this warm process:
+take the exact second run (``accountants.two_runs``, path ``two runs``); three to five (up to twelve of the
+narrowest, ``accountants.windowed_buckets.faster_than_inversion``) privacy buckets on a window around epsilon
+(``accountants.windowed_buckets``, path ``windowed``); the others, inversion. Each query once, in this warm process:
 
 * dpledger: ``FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma), q), runs)``, a fresh
   accountant per query; ``epsilon_bounds(1e-5)``, then ``delta_bounds`` at that upper epsilon on another fresh

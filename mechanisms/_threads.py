@@ -26,8 +26,8 @@ os.register_at_fork(after_in_child=_forget_pool)
 
 
 def run_in_parallel(calls: Sequence[Callable[[], Any]]) -> list[Any]:
-    """Each call's result, in order: the calls run on two threads (a single call runs here). The first exception
-    raised is raised again after every call has finished."""
+    """Each call's result, in order: the calls run on two threads (a single call runs here). Where calls raise, the
+    exception of the first of them in the order given is raised again, after every call has finished."""
     global _POOL
     if len(calls) < 2:
         return [call() for call in calls]
