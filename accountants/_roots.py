@@ -2,7 +2,7 @@
 
 import math
 
-__all__ = ["bracket_crossing", "brentq"]
+__all__ = ["bracket_crossing", "brentq", "narrow_crossing"]
 
 
 def brentq(f, a, b, *, xtol=2e-12, rtol=8.881784197001252e-16, maxiter=200):
@@ -56,12 +56,10 @@ def bracket_crossing(evaluate, delta, start=1.0, below=None, tolerance=1e-13):
     """``(lo, hi)`` with ``evaluate(lo) > delta >= evaluate(hi)`` (``lo = hi = 0`` if ``evaluate(0) <= delta``;
     ``hi = inf`` if no finite point meets it), ``hi - lo <= tolerance * hi``, for a non-increasing ``evaluate``.
 
-    Secant steps on ``log evaluate - log delta`` (nearly linear near the crossing), overshooting after two
-    steps on one side, a bisection after two steps that each shrank the bracket by less than half, and every
-    secant landing on an end moved just inside it (twice at most): a dozen evaluations where bisection from ``[0,
-    1]`` took about fifty. ``below``, a point under ``start`` where the
-    crossing probably lies between them (the lower curve's, just under the upper curve's crossing): tried first,
-    as the bracket's lower end when ``evaluate`` exceeds ``delta`` there (a few evaluations instead of a dozen)."""
+    The bracket is grown from ``[0, start]`` and then narrowed by :func:`narrow_crossing`. ``below``, a point under
+    ``start`` where the crossing probably lies between them (the lower curve's, just under the upper curve's
+    crossing): tried first, as the bracket's lower end when ``evaluate`` exceeds ``delta`` there (a few evaluations
+    instead of a dozen)."""
     lo = None
     if below is not None and 0.0 < below < start:
         f_below = evaluate(below)
@@ -82,6 +80,19 @@ def bracket_crossing(evaluate, delta, start=1.0, below=None, tolerance=1e-13):
         if hi > 1e300:
             return lo, math.inf
         f_hi = evaluate(hi)
+    return narrow_crossing(evaluate, delta, lo, f_lo, hi, f_hi, tolerance)
+
+
+def narrow_crossing(evaluate, delta, lo, f_lo, hi, f_hi, tolerance):
+    """``(lo, hi)`` narrowed to ``hi - lo <= tolerance * hi`` (or as far as the floats go), keeping ``evaluate(lo) >
+    delta >= evaluate(hi)`` for a non-increasing ``evaluate``: every end it moves is one it evaluated on that side.
+    Given ``f_lo``, ``f_hi``, the values at the ends (``f_hi`` above ``delta`` is allowed: the upper end then only
+    moves to a point found at most ``delta``, and stays where it is if none is).
+
+    Secant steps on ``log evaluate - log delta`` (nearly linear near the crossing), overshooting after two
+    steps on one side, a bisection after two steps that each shrank the bracket by less than half, and every
+    secant landing on an end moved just inside it (twice at most): a dozen evaluations where bisection from ``[0,
+    1]`` took about fifty. A NaN value proves nothing and ends the search with the ends found so far."""
     log_delta = math.log(delta)
 
     def gap(value):

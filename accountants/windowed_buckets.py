@@ -88,6 +88,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dpledger.accountants._roots import narrow_crossing
 from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error, _jensen_pairs
 from dpledger.accountants.two_runs import narrowness
 from dpledger.mechanisms._threads import run_in_parallel
@@ -492,8 +493,9 @@ class WindowedLedger:
     def epsilon_bounds(self, delta: float, rtol: float) -> tuple[float, float]:
         """``(lower, upper)`` of the smallest epsilon with ``delta(eps) <= delta``: the window starts at ``[0,
         16 sum a]`` and grows fourfold while the upper delta at its top end exceeds ``delta``; each grid's crossings
-        are found by bisection on its proven curves (``upper`` an epsilon whose upper delta was evaluated at most
-        ``delta``, ``lower`` one whose lower delta was above it), and the window shrinks to the interval found."""
+        are found by bracketed secant steps on its proven curves (:func:`_crossing`; ``upper`` an epsilon whose upper
+        delta was evaluated at most ``delta``, ``lower`` one whose lower delta was above it), and the window shrinks
+        to the interval found."""
         delta = float(delta)
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
@@ -527,17 +529,10 @@ class WindowedLedger:
 
 
 def _crossing(curve, delta, lo, hi, tol):
-    """``(a, b)``, ``lo <= a <= b <= hi``: ``curve(a) > delta >= curve(b)`` by bisection to ``tol`` relative,
-    ``curve`` non-increasing, given ``curve(hi) <= delta`` (else ``b = hi`` is not a crossing: the caller checks)
-    and ``curve(lo) > delta`` (else ``a = lo``)."""
-    if curve(lo) <= delta:
+    """``(a, b)``, ``lo <= a <= b <= hi``: ``curve(a) > delta >= curve(b)`` to ``tol`` relative
+    (:func:`accountants._roots.narrow_crossing`), ``curve`` non-increasing, given ``curve(hi) <= delta`` (else ``b =
+    hi`` is not a crossing: the caller checks) and ``curve(lo) > delta`` (else ``a = lo``)."""
+    f_lo = curve(lo)
+    if f_lo <= delta:
         return lo, lo  # (a NaN at lo is taken as above delta: lo is then the caller's proven end, unchanged)
-    while hi - lo > tol * hi:
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        value = curve(mid)
-        if math.isnan(value):
-            break  # a NaN proves nothing: the ends found so far stand
-        lo, hi = (lo, mid) if value <= delta else (mid, hi)
-    return lo, hi
+    return narrow_crossing(curve, delta, lo, f_lo, hi, curve(hi), tol)
