@@ -17,7 +17,7 @@ Paths, by ledger:
   (``Mechanism.delta_bounds_one_run``);
 * a few runs of Poisson-subsampled Gaussians narrow enough that inversion would be slow
   (:meth:`FourierAccountant._few_runs`): two runs with the second run's exact profile
-  (:mod:`accountants.two_runs`), three to five (up to twelve of the narrowest) on privacy buckets cut to a window
+  (:mod:`accountants.two_runs`), three to ten (up to fifty of the narrowest) on privacy buckets cut to a window
   around epsilon, second order at both ends (:mod:`accountants.windowed_buckets`); an interval wider than ``rtol`` there
   is intersected with the other paths';
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure

@@ -22,9 +22,12 @@ composition (thesis Lemma 3.1.4, Thm 3.3.4: independent losses add):
   (``1.1e-10`` with the cap), which 14,063 runs compound to 2.6 % of delta. ``M - P_b`` is computed from
   ``M (1 + 4u)``, which keeps it at or above its exact value (``fl(A - B) >= (A - B)(1 - u)``).
 * **lower**: where the bucket masses are of the loss itself (:attr:`mechanisms.loss_buckets.LossBuckets.of_loss`:
-  the Gaussian and its Poisson-subsampled version), Jensen's pairs (:func:`_jensen_pairs`): each bucket's mass at
-  its mean ``y = e^-l`` (a contraction), buckets paired across their shared edge and contracted onto it, what is
-  left moved to lower loss; of second order, as the upper measure (:mod:`accountants.windowed_buckets`). Otherwise
+  the Gaussian and its Poisson-subsampled version), connect-the-dots lowered by its sags
+  (:func:`accountants.lowered_dots.lowered_dots`: each bucket's mass at or above its mean ``y = e^-l``, a
+  contraction, then on the grid with the same mass and mean ``y``; of second order, about as tight as the upper
+  measure), or where its checks fail Jensen's pairs (:func:`_jensen_pairs`: buckets paired across their shared edge
+  and contracted onto it, what is left moved to lower loss, which shifts the mean; of second order too, but looser:
+  :func:`_lower_measure`). Otherwise
   every loss rounded down to the grid (Meiser & Mohammadi, CCS 2018, "privacy buckets"), masses taken from below,
   of first order. The lowest bucket is dropped either way.
 
@@ -61,6 +64,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from dpledger.accountants.lowered_dots import lowered_dots
 from dpledger.mechanisms._fft_error import fft_rho, norm2_upper, shave_top
 from dpledger.mechanisms._logmath import EPS
 from dpledger.mechanisms.base import Mechanism
@@ -233,6 +237,13 @@ def _jensen_pairs(b, edges):
     return low * (1.0 - 4 * _U)
 
 
+def _lower_measure(b, edges):
+    """The lower measure of one run's interior buckets on the grid ``edges`` (``b.of_loss``): the lowered dots
+    (:func:`accountants.lowered_dots.lowered_dots`), or Jensen's pairs where the lowered dots' checks fail."""
+    low = lowered_dots(b, edges)
+    return _jensen_pairs(b, edges) if low is None else low
+
+
 def _discretise(mechanism, direction, h, floor, cap):
     """``(upper, lower)`` measures of one run on the grid ``k h``, ``floor <= k h <= cap`` (module docstring)."""
     k0, k1 = math.floor(floor / h), math.ceil(cap / h)
@@ -242,8 +253,9 @@ def _discretise(mechanism, direction, h, floor, cap):
     up[0] += b.p_upper[0] * (1.0 + 4 * _U)  # the lowest bucket at e_0 (its sum with the spread's share rounded)
     upper = _Measure(k0, up, float(b.p_upper[edges.size]), True)
     if b.of_loss:
-        # Jensen's pairs on the interior buckets, the highest bucket at e_(n-1), the lowest dropped
-        low = _jensen_pairs(b, edges)
+        # the lowered dots (or Jensen's pairs) on the interior buckets, the highest bucket at e_(n-1), the lowest
+        # dropped
+        low = _lower_measure(b, edges)
         low[-1] = (low[-1] + b.p_lower[edges.size] * (1.0 - 4 * _U)) * (1.0 - 2 * _U)
     else:
         low = b.down[1:].astype(np.float64)

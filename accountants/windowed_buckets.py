@@ -1,6 +1,6 @@
 """Few runs of Poisson-subsampled Gaussians: privacy buckets on a window around epsilon, second order at both ends.
 
-Three to a dozen runs of little noise and a small sampling probability (the accountant routes here where this is
+Three to fifty runs of little noise and a small sampling probability (the accountant routes here where this is
 faster, :func:`faster_than_inversion`) are the corner left between the two-run
 path (:mod:`accountants.two_runs`, exactly two runs) and Fourier inversion (which needs many runs for the
 characteristic function to decay): sigma 0.6, q 1e-4, three runs took 4 s there for an interval 3e-4 wide. The loss
@@ -28,13 +28,15 @@ order ``nu <= mu`` iff ``int g dnu <= int g dmu`` for every ``g >= 0`` convex an
 
 * **upper**: connect-the-dots (Doroshenko et al., PETS 2022; :func:`accountants.privacy_buckets._connect_the_dots`),
   a mean-preserving spread of ``y`` within each bucket;
-* **lower** (:func:`accountants.privacy_buckets._jensen_pairs`): each bucket's mass at its mean ``y`` (Jensen's
-  inequality: a contraction), then buckets paired across their shared edge ``e_i``: all of the upper one's atom
-  (higher loss, lower ``y``) and as much ``alpha`` of the lower one's as keeps the pair's mean ``y`` at most
-  ``e^(-e_i)`` are contracted to their mean and moved up in ``y`` to ``e_i``; what is left of the lower atom moves
-  up in ``y`` to its own lower edge ``e_(i-1)``. Contraction, moving mass up in ``y`` and removing mass all lower
-  ``int g``. The leftover is of order ``h`` for a smooth law, moved at most ``h``: the error is of second order in
-  ``h``, as the upper one's.
+* **lower** (:func:`accountants.privacy_buckets._lower_measure`): connect-the-dots lowered by its sags
+  (:func:`accountants.lowered_dots.lowered_dots`): each bucket's mass at or above its mean ``y`` (Jensen's
+  inequality: a contraction; moving mass up in ``y`` and removing mass also lower ``int g``), then put on the grid
+  with the same mass and mean ``y``, every grid point's ``Pi(t) = int (t - y)_+`` lowered by about the sag
+  connect-the-dots adds there: of second order, about as tight as the upper one. Where its checks fail, Jensen's
+  pairs (:func:`accountants.privacy_buckets._jensen_pairs`: buckets paired across their shared edge and contracted
+  onto it, the leftover moved up in ``y``; second order too, but the moves shift the mean of each run's bulk, which
+  every composed loss feels: 1.8e-5 of delta at sigma 0.6, q 1e-4 x 10 on a grid of ``2^-20``, against 1.7e-7
+  for the lowered dots).
 
 Both orders survive composition: for independent runs ``g(y_1) = int f(e^eps y_1 y_2) dnu_2(y_2)`` is again ``>= 0``,
 convex and non-increasing in ``y_1`` for any non-negative ``nu_2``, so the runs are replaced one at a time.
@@ -89,7 +91,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpledger.accountants._roots import narrow_crossing
-from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error, _jensen_pairs
+from dpledger.accountants.privacy_buckets import _connect_the_dots, _fft_error, _lower_measure
 from dpledger.accountants.two_runs import narrowness
 from dpledger.mechanisms._threads import run_in_parallel
 from dpledger.mechanisms.loss_buckets import subsampled_gaussian_buckets
@@ -97,17 +99,18 @@ from dpledger.mechanisms.loss_buckets import subsampled_gaussian_buckets
 __all__ = ["MAX_RUNS", "WindowedLedger", "faster_than_inversion"]
 
 _U = 2.0**-53
-#: Most runs this path composes (one convolution each).
-MAX_RUNS = 12
+#: Most runs this path composes (their count in squarings, at most one more product per group).
+MAX_RUNS = 50
 #: The most runs the windowed path takes, by the ledger's narrowness (:func:`accountants.two_runs.narrowness`, the
 #: largest over its runs; at least :data:`accountants.two_runs.NARROW`): where it was faster than inversion
 #: (:func:`faster_than_inversion`).
-RUN_LIMITS = ((1850.0, MAX_RUNS), (1500.0, 8), (700.0, 6), (100.0, 5))
+RUN_LIMITS = ((1500.0, MAX_RUNS), (700.0, 30), (100.0, 10))
 #: The smallest one-run loss spread ``q sqrt(expm1(mu^2))`` (about the loss's standard deviation) the path takes at
 #: rtol 1e-6, scaled by ``1e-6 / rtol``: the bucket masses' enclosures (their relative width grows like ``1 / h``)
-#: put a floor under the interval near ``1e-6`` of delta over the loss's scale (sigma 1, q 1e-4, spread 1.3e-4: 2.6e-6
-#: wide at x4, whatever the grid; sigma 0.7, q 1e-4 x 10, 2.6e-4: 1.3e-6; sigma 0.6, q 1e-4, 3.9e-4: within rtol).
-MIN_SPREAD = 3.5e-4
+#: put a floor under the interval near ``1e-6`` of delta over the loss's scale (sigma 1, q 1e-4, spread 1.3e-4:
+#: 8.6e-7 wide at x4, 1.2e-6 at x10, 1.9e-6 at x20, whatever the grid; sigma 0.8, q 1e-4 x 10, 2.0e-4: 6.0e-7;
+#: sigma 0.7, 2.6e-4: 4.2e-7).
+MIN_SPREAD = 2e-4
 #: Window points of the first grid, and the most a refined grid may have.
 FIRST_POINTS, MAX_POINTS = 1 << 12, 1 << 18
 #: Largest window searched for epsilon (beyond it, far from the corner this path is for, the other paths answer).
@@ -133,12 +136,12 @@ def faster_than_inversion(runs: Sequence[tuple[float, float, int]], rtol: float)
     """Whether three or more runs of Poisson-subsampled Gaussians, given as ``(mu, q, count)``, are answered faster
     here than by inversion, within ``rtol``: only the path, never the proof, depends on it. At most
     :data:`RUN_LIMITS` runs for their narrowness, each run's spread at least :data:`MIN_SPREAD` (scaled by rtol).
-    Measured (``python -m benchmarks.bench_fourier_few_runs crossover``, benchmarks/RESULTS.md; epsilon at delta
-    1e-5, this repository's Intel machine, medians of three, windowed against the other paths, seconds): sigma 0.6,
-    q 1e-4 (narrowness 2,527): x10 0.056 against 0.134, x12 0.122 against 0.132; sigma 0.6, q 2e-4 (1,889): x10 0.074
-    against 0.136; sigma 0.5, q 3e-4 (1,780): x7 0.24 against 0.48, x10 0.28 against 0.26; sigma 0.6, q 3e-4
-    (1,539): x8 0.075 against 0.133, x10 0.146 against 0.096; sigma 0.6, q 1e-3 (740): x6 0.066 against 0.137, x8
-    0.097 against 0.101; sigma 1, q 1e-3 (166): x5 0.021 against 0.037, x6 0.030 against 0.031."""
+    Measured (epsilon at delta 1e-5, this repository's Intel machine, medians of three, windowed against the other
+    paths, milliseconds; ``python -m benchmarks.bench_fourier_few_runs crossover``, benchmarks/RESULTS.md): sigma
+    0.6, q 1e-4 (narrowness 2,527): x10 6 against 128, x50 22 against 43, x100 45 against 34; sigma 0.6, q 3e-4
+    (1,539): x50 25 against 46; sigma 0.6, q 1e-3 (740): x10 25 against 59, x30 34 against 49, x50 37 against 28;
+    sigma 1, q 1e-3 (166): x10 18 against 24, x20 24 against 17; sigma 0.6, q 0.01 (132): x10 22 against 32, x20 21
+    against 30; sigma 1, q 0.01 (94, below NARROW): x10 13 against 22, x20 38 against 16."""
     count = sum(int(n) for _, _, n in runs)
     if count < 3:
         return False
@@ -392,7 +395,7 @@ class WindowedLedger:
                 values = _connect_the_dots(b, edges, h)
                 tail = (float(b.p_upper[-1]), float(b.q_lower[-1]))
             else:
-                values = _jensen_pairs(b, edges)
+                values = _lower_measure(b, edges)
                 tail = (float(b.p_lower[-1]), float(b.q_upper[-1]))
             # remove: the last bucket lies above the window (lumped); add: beyond the support (empty). The first
             # bucket: remove, below the support (empty); add, below the window (dropped)

@@ -1,6 +1,6 @@
 """Few runs of little noise and a small sampling probability (issue 14, item 2): the corner where the
 characteristic function barely decays and Fourier inversion cannot reach ``rtol`` with ``max_terms`` nodes. Two runs
-take the exact second run (``accountants.two_runs``, path ``two runs``); three to five (up to twelve of the
+take the exact second run (``accountants.two_runs``, path ``two runs``); three to ten (up to fifty of the
 narrowest, ``accountants.windowed_buckets.faster_than_inversion``) privacy buckets on a window around epsilon
 (``accountants.windowed_buckets``, path ``windowed``); the others, inversion. Each query once, in this warm process:
 
