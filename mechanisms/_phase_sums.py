@@ -37,11 +37,11 @@ MAX_WORK = 1 << 30
 _MERGED = 256
 
 
-def _group_keys(v):
-    """One key per octave of ``|v|`` counted down from the largest, ``(V / 2^(j+1), V / 2^j]`` with ``V = max |v|``
-    (frequencies ``|v| <= 1`` together; the lowest octaves together as long as they hold at most :data:`_MERGED`
-    frequencies in all); an octave of more than :data:`_FFT_MAX_FREQUENCIES` frequencies is split into consecutive
-    runs of that many (each still evenly spaced where ``v`` is, so each can take the FFT).
+def _group_keys(v, span=1):
+    """One key per ``span`` octaves of ``|v|`` counted down from the largest, ``(V / 2^(s(j+1)), V / 2^(s j)]`` with
+    ``V = max |v|`` and ``s = span`` (frequencies ``|v| <= 1`` together; the lowest groups together as long as they hold
+    at most :data:`_MERGED` frequencies in all); a group of more than :data:`_FFT_MAX_FREQUENCIES` frequencies is split
+    into consecutive runs of that many (each still evenly spaced where ``v`` is, so each can take the FFT).
 
     Each group costs quadrature nodes in proportion to its largest ``|v|`` (its panel layout), so octaves that end
     at ``V`` cost about ``2 J(V)`` in all; octaves ending at powers of two cost up to ``3 J(V)`` where ``V`` lies
@@ -50,7 +50,7 @@ def _group_keys(v):
     mag = np.abs(v)
     top = float(mag.max()) if mag.size else 1.0
     with np.errstate(divide="ignore"):
-        down = np.floor(np.log2(top / np.maximum(mag, 1.0)))
+        down = np.floor(np.log2(top / np.maximum(mag, 1.0)) / span)
     octave = np.where(mag <= 1.0, -1, np.minimum(down, 2000.0)).astype(np.int64) + 1
     # the lowest octaves of a contour hold a few frequencies each (1, 2, 4, ...): together, up to _MERGED of them
     # take one layout, the highest one's (each layout costs more than these few frequencies' sums on it); the

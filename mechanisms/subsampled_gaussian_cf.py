@@ -28,19 +28,19 @@ the rule's error is at most ``(64/15) l M rho^(-2n) / (rho^2 - 1)`` (Trefethen, 
 Approximation Practice*, Thm 19.3, scaled to a panel). ``M`` is bounded by (*) on the rectangle enclosing the
 ellipse (real extent ``l (rho + 1/rho) / 2`` about the centre, imaginary ``y = l (rho - 1/rho) / 2``): ``phi`` at
 the point nearest 0, ``B^a`` at the right end (``a >= 0``) or left end (``a < 0``), ``theta`` at the right end.
-The bound grows with ``|v|``, so one panel layout, chosen for the largest ``|v|`` of a group of frequencies
-(octaves of ``|v|``; a short line of at most ``_SHORT_LINE`` frequencies, such as a Fourier inversion's contour
-nodes, is one group: one layout instead of one per octave), serves the whole group. Each zone takes the smallest
-``k`` that makes its summed bound (each panel at its best ``rho`` of a candidate set) at most its share of ~1e-17
-of ``F(a)``, so panels are short only where the integrand is both large and oscillating; whatever is chosen, the
-bound used is the one computed. A group whose smallest ``|v|`` is ``v_lo > V0`` (``V0 = _TARGET_FREQUENCY``,
-32) aims at ``(v_lo / V0)^2`` times that, and so does its phase sums' Taylor remainder (1e-16 of the terms' sum,
-:mod:`mechanisms._phase_fft`): the Fourier inversion (:mod:`accountants.fourier_inversion`) weighs an error at
-``s = kappa + iv`` by ``1 / |s (1 + s)| <= 1 / v^2``, so such a node adds to delta no more than a node at ``|v| =
-V0`` aiming at 1.1e-16 of ``F(a)``, and all of at most ``2^20`` nodes together add at most ``2^20 / V0^2 x 1.1e-16
-= 1.1e-13`` of ``F(a)`` in those weights, a few times what the terms' rounding adds at a single low frequency. The
-top octave of few runs of a small sampling probability then needs about half the panels (sigma 0.6, q 1e-4: 12,568
-panels instead of 21,018 up to ``|v| = 1.4e5``) and 12 Taylor powers instead of 17.
+The bound grows with ``|v|``, so one panel layout, chosen for the largest ``|v|`` of a group of frequencies (pairs
+of octaves of ``|v|``, :data:`_GROUP_OCTAVES`; a short line of at most ``_SHORT_LINE`` frequencies, such as a
+Fourier inversion's contour nodes, is one group: one layout instead of one per octave), serves the whole group. Each
+zone takes the smallest ``k`` that makes its summed bound (each panel at its best ``rho`` of a candidate set) at
+most its share of ~1e-17 of ``F(a)``, so panels are short only where the integrand is both large and oscillating;
+whatever is chosen, the bound used is the one computed. A group whose smallest ``|v|`` is ``v_lo > V0`` (``V0 =
+_TARGET_FREQUENCY``, 32) aims at ``(v_lo / V0)^2`` times that, and so does its phase sums' Taylor remainder (1e-16
+of the terms' sum, :mod:`mechanisms._phase_fft`): the Fourier inversion (:mod:`accountants.fourier_inversion`)
+weighs an error at ``s = kappa + iv`` by ``1 / |s (1 + s)| <= 1 / v^2``, so such a node adds to delta no more than a
+node at ``|v| = V0`` aiming at 1.1e-16 of ``F(a)``, and all of at most ``2^20`` nodes together add at most ``2^20 /
+V0^2 x 1.1e-16 = 1.1e-13`` of ``F(a)`` in those weights, a few times what the terms' rounding adds at a single low
+frequency. The top octave of few runs of a small sampling probability then needs about half the panels (sigma 0.6, q
+1e-4: 12,568 panels instead of 21,018 up to ``|v| = 1.4e5``) and 12 Taylor powers instead of 17.
 
 **Tails.** Outside ``[X_lo, X_hi]`` (``X_lo <= 0``; ``|f| = phi B^a`` on the real line):
 ``int_{-inf}^{X_lo} phi B^a <= B(X_lo)^a Phi(X_lo)`` for ``a >= 0`` (``B`` increases) and ``(1 - g)^a Phi(X_lo)``
@@ -512,6 +512,14 @@ def _soft_split(a, v_low, v_top, g, mu, width, cut, log_share, near=None):
 
 #: Lines of at most this many frequencies share one layout (the one for their largest ``|v|``).
 _SHORT_LINE = 256
+#: Octaves of ``|v|`` per group of a longer line (:func:`mechanisms._phase_sums._group_keys`): each group costs a
+#: layout and a soft split's search (1.5-3 ms) and sums its frequencies on the layout of its largest, relaxed by
+#: its smallest (module docstring). Two: sigma 0.6, q 1e-4 x 10^6, 54 -> 46 ms; issue 14's grid 1.36 -> 1.26 s;
+#: 100 random subsampled Gaussians (sigma 0.5-5, q 1e-5-0.5, 1-10^6 steps) 3-6% faster in all, none more than 1.19x
+#: slower. Three octaves were worse: sigma 0.6, q 1e-4 x 10^4 went from 36 to 570 ms, its errors (at the terms'
+#: rounding floor, which grows with the layout's nodes) 1.5x larger, past what its plan allowed, and its search
+#: doubled the nodes.
+_GROUP_OCTAVES = 2
 
 
 def log_f_enclosure(
@@ -585,7 +593,7 @@ def _log_f_enclosure(a, v, g, mu, width, cut=math.inf):
     err = np.empty(flat.shape)
     lo, hi, log_ref = _reference(a, g, mu, width, cut)
     log_left, log_right = _log_tails(a, g, mu, lo, hi, cut)
-    keys = _group_keys(flat) if flat.size > _SHORT_LINE else np.zeros(flat.size, dtype=np.int64)
+    keys = _group_keys(flat, _GROUP_OCTAVES) if flat.size > _SHORT_LINE else np.zeros(flat.size, dtype=np.int64)
     plans, work, above, near = [], 0, None, None
     for key in np.unique(keys):  # every group's layout and work first: a request beyond the limit fails at once
         sel = np.flatnonzero(keys == key)
