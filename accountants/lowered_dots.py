@@ -91,10 +91,11 @@ def lowered_dots(b, edges) -> np.ndarray | None:
     e_h_lo, delta_lo = e_h * (1.0 - 4 * _U), delta * (1.0 - 4 * _U)
     m = np.asarray(b.p_lower[1:n], dtype=np.float64)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        # in units of z_k: the atom's mean at most R / m, so b = m (yb / z_k - 1) <= R - m
+        # in units of z_k: the atom's mean at most R / m, so b = m (yb / z_k - 1) <= R - m; the subtraction and the
+        # addition of the margin each within u of their results, |R - m| <= R + m: 4u (R + m) keeps b above R - m
         scaled = b.q_upper[1:n] * np.exp(edges[1:n]) * (1.0 + 8 * _U)
         bb = scaled - m
-        bb = bb + 2 * _U * (scaled + m)
+        bb = bb + 4 * _U * (scaled + m)
     top = m * delta_lo * (1.0 - 4 * _U)  # at or below the exact m (e^h - 1)
     ok = np.isfinite(m) & (m > 0.0)
     # the atom at (or taken to) its upper edge z_(k-1), which bounds every mean: also where the bound on its mean
@@ -162,7 +163,8 @@ def lowered_dots(b, edges) -> np.ndarray | None:
             return None
         # masses W_k = (a + L_k - e^h L_(k-1)) / delta at z_k, U_k = m - W_k at z_(k-1)
         w = (a_i + lk - e_h * lk1) / delta
-        w_err = (err_a[ix] + 4 * _U * (np.abs(a_i) + lk + 2 * e_h_hi * lk1)) / delta_lo + 4 * _U * np.abs(w)
+        # (the numerator's rounding and e^h's; delta within 4u of e^h - 1, the division u)
+        w_err = (err_a[ix] + 4 * _U * (np.abs(a_i) + lk + 2 * e_h_hi * lk1)) / delta_lo + 8 * _U * np.abs(w)
         u = m[ix] - w
         u_err = w_err + 2 * _U * (m[ix] + np.abs(w))
         mass, err = np.zeros(n), np.zeros(n)
