@@ -59,6 +59,7 @@ import math
 import numpy as np
 
 from dpledger.mechanisms._logmath import EPS
+from dpledger.mechanisms.loss_buckets import LossBuckets
 
 __all__ = ["MIN_RUN", "lowered_dots"]
 
@@ -67,6 +68,11 @@ _U = EPS / 2
 MIN_RUN = 4
 #: Factor on the lowerings chosen, so that the chord conditions hold with room above their rounding (a few u).
 _ROOM = 1.0 + 1e-12
+#: Buckets of less mass than this put their atoms at their upper ``y`` edge (first order, at a negligible mass):
+#: below it products of a mass with a grid step could leave the normal range, where rounding is absolute.
+_MIN_MASS = 1e-250
+#: An absolute slack on every bound of a sum (the subnormal results of a few operations, each within ``2^-1075``).
+_TINY = 1e-300
 
 
 def _runs(full):
@@ -76,7 +82,7 @@ def _runs(full):
     return change[0::2], change[1::2]
 
 
-def lowered_dots(b, edges) -> np.ndarray | None:
+def lowered_dots(b: LossBuckets, edges: np.ndarray) -> np.ndarray | None:
     """Lower-bound masses at each grid point ``edges`` (spacing ``h``, increasing) from the interior buckets ``1 ..
     n-1`` of :class:`mechanisms.loss_buckets.LossBuckets` ``b`` (module docstring), or ``None`` where a check fails.
     Uses ``b.p_lower`` (masses) and ``b.q_upper`` (Q-masses, ``E_P[e^-L; bucket]``)."""
@@ -98,9 +104,10 @@ def lowered_dots(b, edges) -> np.ndarray | None:
         bb = bb + 4 * _U * (scaled + m)
     top = m * delta_lo * (1.0 - 4 * _U)  # at or below the exact m (e^h - 1)
     ok = np.isfinite(m) & (m > 0.0)
+    small = ok & (m < _MIN_MASS)  # (module docstring: put at their upper edge)
     # the atom at (or taken to) its upper edge z_(k-1), which bounds every mean: also where the bound on its mean
     # overflowed or is not a number (a Q-mass of a loss beyond 709 underflows: nothing is known of its mean)
-    on_top = ok & ~(bb < top)
+    on_top = ok & (small | ~(bb < top))
     on_low = ok & ~on_top & (bb <= 0.0)  # its mean is z_k itself
     full = ok & ~on_top & ~on_low
     bb = np.where(full, bb, 0.0)
@@ -147,7 +154,7 @@ def lowered_dots(b, edges) -> np.ndarray | None:
         i1, i2 = p_idx + 1, q_idx - 1
         with np.errstate(invalid="ignore", divide="ignore"):
             need1 = bb[i1] * (1.0 - e_h_lo * lift[p_pt] / a_hi[i1]) * _ROOM
-            need2 = a_hi[i2] * (bb[i2] - lift[q_pt]) / (bb[i2] * e_h_lo) * _ROOM
+            need2 = a_hi[i2] * ((bb[i2] - lift[q_pt]) / bb[i2]) / e_h_lo * _ROOM  # (no product of two masses)
         lift[p_pt + 1] = np.maximum(lift[p_pt + 1], np.where(np.isfinite(need1), need1, np.inf))
         lift[q_pt - 1] = np.maximum(lift[q_pt - 1], np.where(np.isfinite(need2), need2, np.inf))
         if not np.all(np.isfinite(lift)):
@@ -156,17 +163,22 @@ def lowered_dots(b, edges) -> np.ndarray | None:
         between[p_idx] = between[q_idx] = False
         ix = np.flatnonzero(between)  # array indices of the buckets between the ends; bucket label k = ix + 1
         a_i, b_i, lk, lk1 = aa[ix], bb[ix], lift[ix + 1], lift[ix]
-        # the chord condition a L_k + b e^h L_(k-1) >= a b (units of z_k), at its worst a, with rounding
-        chord = np.minimum(a_lo[ix] * (lk - b_i), a_hi[ix] * (lk - b_i)) + b_i * e_h_lo * lk1
-        chord_err = 8 * _U * (a_hi[ix] * (lk + b_i) + b_i * e_h_hi * lk1)
+        # the chord condition a L_k + b e^h L_(k-1) >= a b (units of z_k) over m: (a / m) (L_k - b) + (b / m) e^h
+        # L_(k-1) >= 0 (no product of two masses, which would leave the normal range for masses near 1e-154), at
+        # its worst a, each quotient within u, with rounding
+        m_i = m[ix]
+        alpha_lo, alpha_hi = a_lo[ix] / m_i * (1.0 - 2 * _U), a_hi[ix] / m_i * (1.0 + 2 * _U)
+        beta = b_i / m_i * (1.0 - 2 * _U)
+        chord = np.minimum(alpha_lo * (lk - b_i), alpha_hi * (lk - b_i)) + beta * e_h_lo * lk1
+        chord_err = 8 * _U * (alpha_hi * (lk + b_i) + b_i / m_i * e_h_hi * lk1) + _TINY
         if not np.all(chord - chord_err >= 0.0):
             return None
         # masses W_k = (a + L_k - e^h L_(k-1)) / delta at z_k, U_k = m - W_k at z_(k-1)
         w = (a_i + lk - e_h * lk1) / delta
         # (the numerator's rounding and e^h's; delta within 4u of e^h - 1, the division u)
-        w_err = (err_a[ix] + 4 * _U * (np.abs(a_i) + lk + 2 * e_h_hi * lk1)) / delta_lo + 8 * _U * np.abs(w)
+        w_err = (err_a[ix] + 4 * _U * (np.abs(a_i) + lk + 2 * e_h_hi * lk1)) / delta_lo + 8 * _U * np.abs(w) + _TINY
         u = m[ix] - w
-        u_err = w_err + 2 * _U * (m[ix] + np.abs(w))
+        u_err = w_err + 2 * _U * (m_i + np.abs(w)) + _TINY
         mass, err = np.zeros(n), np.zeros(n)
         mass[ix + 1] += w
         err[ix + 1] += w_err
@@ -175,7 +187,7 @@ def lowered_dots(b, edges) -> np.ndarray | None:
         # the ends: atom p whole at z_p, atom q whole at z_(q-1) (U_p = W_q = 0 exactly)
         mass[p_pt] += m[p_idx]
         mass[q_pt] += m[q_idx]
-        lower = mass - err * (1.0 + 1e-6) - 4 * _U * mass
+        lower = mass - err * (1.0 + 1e-6) - 4 * _U * mass - _TINY
         used = np.zeros(n, dtype=bool)
         used[ix] = used[ix + 1] = True
         if not np.all(lower[used] >= 0.0):
