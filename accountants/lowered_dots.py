@@ -49,7 +49,9 @@ b_p z_p`` itself; ``A_q := e^h L_(q-1)`` for a float ``L_(q-1) / z_(q-1)`` at or
 atom ``q`` up), so ``U_p = W_q = 0`` exactly. Every other quantity is computed in units of its grid point with a
 bound on its rounding (a few ``u`` of the magnitudes it is made of); both conditions are checked with those bounds
 and each mass is taken at its lower bound. If any check fails the caller falls back to Jensen's pairs
-(:func:`lowered_dots` returns ``None``); on the subsampled Gaussians of issue 14's grid none has.
+(:func:`lowered_dots` returns ``None``): on issue 14's grid 1 of the 14 grids its windowed cells use (sigma 0.6, q
+1e-3 x 10: the first, coarse window, step 2^-13); on irregular random discrete laws about half (a red-team helper's
+sweep: 45% of 3,000).
 """
 
 from __future__ import annotations
