@@ -16,10 +16,10 @@ Paths, by ledger:
   mechanism and their Poisson-subsampled versions): that profile, with its rounding bounded
   (``Mechanism.delta_bounds_one_run``);
 * a few runs of Poisson-subsampled Gaussians narrow enough that inversion would be slow
-  (:meth:`FourierAccountant._few_runs`): two runs with the second run's exact profile
-  (:mod:`accountants.two_runs`), three to ten (up to fifty of the narrowest) on privacy buckets cut to a window
-  around epsilon, second order at both ends (:mod:`accountants.windowed_buckets`); an interval wider than ``rtol`` there
-  is intersected with the other paths';
+  (:meth:`FourierAccountant._few_runs`): two to ten runs (up to fifty of the narrowest) on privacy buckets cut to
+  a window around epsilon, second order at both ends (:mod:`accountants.windowed_buckets`), or two runs whose loss
+  is too narrow for the window with the second run's exact profile (:mod:`accountants.two_runs`); an interval wider
+  than ``rtol`` there is intersected with the other paths';
 * Gaussian entries merge into one Gaussian (summed ``mu^2``) and two-point entries (randomized response, pure
   DP) are evaluated together as arrays, so a ledger of m distinct mechanisms costs O(m) vectorised work;
 * only two-point entries (at most ``MAX_ATOMS`` composed outcomes, not counting the group of most runs, which is
@@ -663,9 +663,9 @@ class FourierAccountant:
         """The ledger's few-run path if it is a few runs of Poisson-subsampled Gaussians
         (:meth:`~mechanisms.base.Mechanism.poisson_gaussian_parameters`) narrow enough that inversion would be the
         slower path (:func:`accountants.two_runs.narrowness`,
-        :func:`accountants.windowed_buckets.faster_than_inversion`), else None: two runs take
-        :class:`accountants.two_runs.TwoRunLedger` (the second run exact), more
-        :class:`accountants.windowed_buckets.WindowedLedger`; kept until the ledger changes."""
+        :func:`accountants.windowed_buckets.faster_than_inversion`), else None: where the window is faster
+        :class:`accountants.windowed_buckets.WindowedLedger`, else two runs take
+        :class:`accountants.two_runs.TwoRunLedger` (the second run exact); kept until the ledger changes."""
         if "few_runs" not in self._derived:
             runs = [(self._cores[m][0].poisson_gaussian_parameters(), n) for m, n in self._entries.items()]
             count = sum(n for _, n in runs)
@@ -675,10 +675,10 @@ class FourierAccountant:
             windowed = usable and faster_than_inversion([(mu, q, n) for (mu, q), n in runs], self._rtol)
             if not (narrow >= NARROW and (count == 2 or windowed)):
                 self._derived["few_runs"] = None
-            elif count == 2:
-                self._derived["few_runs"] = TwoRunLedger(*[p for p, n in runs for _ in range(n)])
-            else:
+            elif windowed:
                 self._derived["few_runs"] = WindowedLedger([(mu, q, n) for (mu, q), n in runs])
+            else:
+                self._derived["few_runs"] = TwoRunLedger(*[p for p, n in runs for _ in range(n)])
         return self._derived["few_runs"]
 
     def _one_run_delta(self, core, epsilon):

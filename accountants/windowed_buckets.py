@@ -133,7 +133,7 @@ THREADED_POINTS = 1 << 14
 
 
 def faster_than_inversion(runs: Sequence[tuple[float, float, int]], rtol: float) -> bool:
-    """Whether three or more runs of Poisson-subsampled Gaussians, given as ``(mu, q, count)``, are answered faster
+    """Whether two or more runs of Poisson-subsampled Gaussians, given as ``(mu, q, count)``, are answered faster
     here than by inversion, within ``rtol``: only the path, never the proof, depends on it. At most
     :data:`RUN_LIMITS` runs for their narrowness, each run's spread at least :data:`MIN_SPREAD` (scaled by rtol).
     Measured (epsilon at delta 1e-5, this repository's Intel machine, medians of three, windowed against the other
@@ -141,9 +141,13 @@ def faster_than_inversion(runs: Sequence[tuple[float, float, int]], rtol: float)
     0.6, q 1e-4 (narrowness 2,527): x10 6 against 128, x50 22 against 43, x100 45 against 34; sigma 0.6, q 3e-4
     (1,539): x50 25 against 46; sigma 0.6, q 1e-3 (740): x10 25 against 59, x30 34 against 49, x50 37 against 28;
     sigma 1, q 1e-3 (166): x10 18 against 24, x20 24 against 17; sigma 0.6, q 0.01 (132): x10 22 against 32, x20 21
-    against 30; sigma 1, q 0.01 (94, below NARROW): x10 13 against 22, x20 38 against 16."""
+    against 30; sigma 1, q 0.01 (94, below NARROW): x10 13 against 22, x20 38 against 16. Two runs, against the
+    two-run path (:mod:`accountants.two_runs`, ``python -m benchmarks.bench_fourier_few_runs``): sigma 0.6, q 1e-4
+    6 against 64; sigma 0.5, q 3e-4 16 against 123; sigma 0.6, q 1e-3 12 against 103; sigma 1, q 1e-3 4 against
+    118; where the spread is below :data:`MIN_SPREAD` (sigma 0.5, q 1e-5: the window 5e-6 wide) the two-run path
+    answers."""
     count = sum(int(n) for _, _, n in runs)
-    if count < 3:
+    if count < 2:
         return False
     narrow = max(narrowness(mu, q) for mu, q, _ in runs)
     spread = min(q * math.sqrt(math.expm1(min(mu * mu, 700.0))) for mu, q, _ in runs)

@@ -274,7 +274,8 @@ def test_the_routing_follows_the_measured_cells():
     assert all(wb.faster_than_inversion([(1 / s, q, n)], 1e-6) for s, q, n in faster_windowed)
     assert not any(wb.faster_than_inversion([(1 / s, q, n)], 1e-6) for s, q, n in faster_inverted + floored)
     assert wb.faster_than_inversion([(1.0, 1e-4, 10)], 1e-4)  # a looser rtol clears the floor
-    assert not wb.faster_than_inversion([(1 / 0.6, 1e-4, 2)], 1e-6)  # two runs: the two-run path
+    assert wb.faster_than_inversion([(1 / 0.6, 1e-4, 2)], 1e-6)  # two runs: the window where it is faster
+    assert not wb.faster_than_inversion([(1 / 0.5, 1e-5, 2)], 1e-6)  # too narrow for it: the two-run path
     assert _ledger(0.6, 1e-3, 50)._few_runs() is None
     assert isinstance(_ledger(0.6, 1e-3, 10)._few_runs(), wb.WindowedLedger)
     assert _ledger(2.0, 1e-3, 3)._few_runs() is None  # wide: inverted
@@ -373,3 +374,18 @@ def test_crossing_keeps_evaluated_ends_on_their_sides(spots, scale, log_delta, s
     if lo > 0.0:
         assert lo in calls and curve(lo) > delta
     assert searched <= 3 * (math.log2(1e9) + 2), searched  # bisection from [0, hi] to 1e-9 takes 30
+
+
+@pytest.mark.parametrize("sigma, q", [(0.6, 1e-4), (1.0, 1e-3)])
+def test_two_narrow_runs_take_the_window_and_agree_with_the_exact_second_run(sigma, q, monkeypatch):
+    """Two runs where the window is faster (6 against 64 ms at sigma 0.6, q 1e-4): the accountant answers on it,
+    within rtol, its ends straddling the count-2 oracle and meeting the two-run path's interval; a loss too narrow
+    for the window (sigma 0.5, q 1e-5) keeps the two-run path."""
+    acc = _ledger(sigma, q, 2)
+    assert isinstance(acc._few_runs(), wb.WindowedLedger)
+    b = acc.epsilon_bounds(1e-5)
+    assert b.upper - b.lower <= 1e-6 * b.upper and "privacy buckets on a window" in acc._method()
+    assert subsampled_gaussian_profile(b.upper, q, sigma, 2) <= 1e-5 < subsampled_gaussian_profile(b.lower, q, sigma, 2)
+    lower, upper = TwoRunLedger((1 / sigma, q), (1 / sigma, q)).epsilon_bounds(1e-5, 1e-6)
+    assert max(lower, b.lower) <= min(upper, b.upper)
+    assert isinstance(_ledger(0.5, 1e-5, 2)._few_runs(), TwoRunLedger)
