@@ -1,9 +1,9 @@
 """Few runs of Poisson-subsampled Gaussians: privacy buckets on a window around epsilon, second order at both ends.
 
-Three to fifty runs of little noise and a small sampling probability (the accountant routes here where this is
-faster, :func:`faster_than_inversion`) are the corner left between the two-run
-path (:mod:`accountants.two_runs`, exactly two runs) and Fourier inversion (which needs many runs for the
-characteristic function to decay): sigma 0.6, q 1e-4, three runs took 4 s there for an interval 3e-4 wide. The loss
+Two to fifty runs of little noise and a small sampling probability (the accountant routes here where this is
+faster, :func:`faster_than_inversion`) are the corner Fourier inversion cannot serve (it needs many runs for the
+characteristic function to decay: sigma 0.6, q 1e-4, three runs took 4 s there for an interval 3e-4 wide); two runs
+too narrow even for the window take the two-run path (:mod:`accountants.two_runs`). The loss
 of such a run piles up in a lump about ``q`` wide at its infimum ``log(1 - q)``, and epsilon is a few hundred lump
 widths away; the whole-range privacy buckets (:mod:`accountants.privacy_buckets`) cannot afford a grid that fine,
 and their lower measure (every loss rounded down) is of first order. Here:
