@@ -43,15 +43,17 @@ are raised to meet their chord conditions. Where a run holds fewer than :data:`M
 a grid point, the atoms are put at their upper ``y`` edge (or on their point) instead: moving mass up in ``y``, of
 first order but only there.
 
-**Float error.** Atom positions are chosen on the safe side and then *are* the atoms: ``b_k = B_k / z_k`` a float
-at or above the bound of step 1, and at the run ends the atom is placed where the exact identities need it (``L_p =
-b_p z_p`` itself; ``A_q := e^h L_(q-1)`` for a float ``L_(q-1) / z_(q-1)`` at or below ``e^-h A_q / z_q``, which moves
+**Float error.** Atom positions are chosen on the safe side and then *are* the atoms: ``b_k = B_k / z_k`` a float at
+or above the bound of step 1, and at the run ends the atom is placed where the exact identities need it (``L_p = b_p
+z_p`` itself; ``A_q := e^h L_(q-1)`` for a float ``L_(q-1) / z_(q-1)`` at or below ``e^-h A_q / z_q``, which moves
 atom ``q`` up), so ``U_p = W_q = 0`` exactly. Every other quantity is computed in units of its grid point with a
-bound on its rounding (a few ``u`` of the magnitudes it is made of); both conditions are checked with those bounds
-and each mass is taken at its lower bound. If any check fails the caller falls back to Jensen's pairs
-(:func:`lowered_dots` returns ``None``): on issue 14's grid 1 of the 14 grids its windowed cells use (sigma 0.6, q
-1e-3 x 10: the first, coarse window, step 2^-13); on irregular random discrete laws about half (a red-team helper's
-sweep: 45% of 3,000).
+bound on its rounding (a few ``u`` of the magnitudes it is made of, and an absolute :data:`_TINY`); both conditions
+are checked with those bounds, the chord condition divided by ``m_k`` so that no product of two masses leaves the
+normal range (it did near 1e-154, and accepted what it refused at scale 1), and each mass is taken at its lower
+bound. Buckets of less mass than :data:`_MIN_MASS` put their atoms at their upper ``y`` edge. If any check fails the
+caller falls back to Jensen's pairs (:func:`lowered_dots` returns ``None``): on issue 14's grid 1 of the 14 grids
+its windowed cells use (sigma 0.6, q 1e-3 x 10: the first, coarse window, step 2^-13); on irregular random discrete
+laws about half (a red-team helper's sweep: 45% of 3,000).
 """
 
 from __future__ import annotations
