@@ -5,10 +5,11 @@ The privacy-buckets accountants bracket ``delta`` with two grid measures per run
 each bucket's mass to its two edges and keeps its mean ``y = e^-l``: its error is of second order and small. The
 lower one must be a *contraction*; Jensen's pairs (:func:`accountants.privacy_buckets._jensen_pairs`) contract
 pairs of buckets onto their shared edge and move what is left to the lower edge. Those moves shift the measure's
-mean ``y``, and a shift of the mean of a run's bulk moves every composed loss: sigma 0.6, q 1e-4 x 10 on a grid of
-``2^-20``, the pairs' delta lay 1.8e-10 below the truth (1.8e-5 relative), connect-the-dots' 3e-13 above. Here the
-lower measure keeps each run's mass and mean ``y`` exactly and its error is local, of the size of the upper one's
-(3e-13 at that grid: one grid four times coarser now meets what the pairs needed).
+mean ``y``, and a shift of the mean of a run's bulk moves every composed loss. Here the lower measure keeps each
+run's mass and mean ``y`` exactly and its error is local, about the size of the upper one's (``python -m
+benchmarks.bench_lower_measure``, benchmarks/RESULTS.md: sigma 0.6, q 1e-4 x 10, one grid of ``2^-20``, delta's
+proven interval 1.7e-7 wide relative, the pairs' 1.8e-5; one grid four times coarser, ``2^-18``, 1.3e-6 wide, about
+what the pairs reached at ``2^-22``).
 
 **The order.** For ``g >= 0`` convex and non-increasing in ``y`` (the functions the lower measure must keep below,
 :mod:`accountants.windowed_buckets`), ``g(y) = g(inf) + int (t - y)_+ g''(dt)`` with ``g(inf) >= 0``, so ``int g

@@ -36,7 +36,7 @@ order ``nu <= mu`` iff ``int g dnu <= int g dmu`` for every ``g >= 0`` convex an
   pairs (:func:`accountants.privacy_buckets._jensen_pairs`: buckets paired across their shared edge and contracted
   onto it, the leftover moved up in ``y``; second order too, but the moves shift the mean of each run's bulk, which
   every composed loss feels: 1.8e-5 of delta at sigma 0.6, q 1e-4 x 10 on a grid of ``2^-20``, against 1.7e-7
-  for the lowered dots).
+  for the lowered dots, ``python -m benchmarks.bench_lower_measure``).
 
 Both orders survive composition: for independent runs ``g(y_1) = int f(e^eps y_1 y_2) dnu_2(y_2)`` is again ``>= 0``,
 convex and non-increasing in ``y_1`` for any non-negative ``nu_2``, so the runs are replaced one at a time.
@@ -107,9 +107,9 @@ MAX_RUNS = 50
 RUN_LIMITS = ((1500.0, MAX_RUNS), (700.0, 30), (100.0, 10))
 #: The smallest one-run loss spread ``q sqrt(expm1(mu^2))`` (about the loss's standard deviation) the path takes at
 #: rtol 1e-6, scaled by ``1e-6 / rtol``: the bucket masses' enclosures (their relative width grows like ``1 / h``)
-#: put a floor under the interval near ``1e-6`` of delta over the loss's scale (sigma 1, q 1e-4, spread 1.3e-4:
-#: 8.6e-7 wide at x4, 1.2e-6 at x10, 1.9e-6 at x20, whatever the grid; sigma 0.8, q 1e-4 x 10, 2.0e-4: 6.0e-7;
-#: sigma 0.7, 2.6e-4: 4.2e-7).
+#: put a floor under the interval near ``1e-6`` of delta over the loss's scale (``python -m
+#: benchmarks.bench_fourier_few_runs crossover`` at 69eb0aa: sigma 1, q 1e-4, spread 1.3e-4, 9.5e-7 wide at x5 and
+#: 1.2e-6 at x10, whatever the grid; sigma 0.7, q 1e-4 x 10, spread 2.6e-4, 4.2e-7).
 MIN_SPREAD = 2e-4
 #: Window points of the first grid, and the most a refined grid may have.
 FIRST_POINTS, MAX_POINTS = 1 << 12, 1 << 18
@@ -136,16 +136,15 @@ def faster_than_inversion(runs: Sequence[tuple[float, float, int]], rtol: float)
     """Whether two or more runs of Poisson-subsampled Gaussians, given as ``(mu, q, count)``, are answered faster
     here than by inversion, within ``rtol``: only the path, never the proof, depends on it. At most
     :data:`RUN_LIMITS` runs for their narrowness, each run's spread at least :data:`MIN_SPREAD` (scaled by rtol).
-    Measured (epsilon at delta 1e-5, this repository's Intel machine, medians of three, windowed against the other
-    paths, milliseconds; ``python -m benchmarks.bench_fourier_few_runs crossover``, benchmarks/RESULTS.md): sigma
-    0.6, q 1e-4 (narrowness 2,527): x10 6 against 128, x50 22 against 43, x100 45 against 34; sigma 0.6, q 3e-4
-    (1,539): x50 25 against 46; sigma 0.6, q 1e-3 (740): x10 25 against 59, x30 34 against 49, x50 37 against 28;
-    sigma 1, q 1e-3 (166): x10 18 against 24, x20 24 against 17; sigma 0.6, q 0.01 (132): x10 22 against 32, x20 21
-    against 30; sigma 1, q 0.01 (94, below NARROW): x10 13 against 22, x20 38 against 16. Two runs, against the
-    two-run path (:mod:`accountants.two_runs`, ``python -m benchmarks.bench_fourier_few_runs``): sigma 0.6, q 1e-4
-    6 against 64; sigma 0.5, q 3e-4 16 against 123; sigma 0.6, q 1e-3 12 against 103; sigma 1, q 1e-3 4 against
-    118; where the spread is below :data:`MIN_SPREAD` (sigma 0.5, q 1e-5: the window 5e-6 wide) the two-run path
-    answers."""
+    Measured (``python -m benchmarks.bench_fourier_few_runs crossover`` at 69eb0aa, benchmarks/RESULTS.md; epsilon at
+    delta 1e-5, this repository's Intel machine, medians of three, windowed against the other paths, milliseconds):
+    sigma 0.6, q 1e-4 (narrowness 2,527): x10 8 against 166, x50 26 against 56; sigma 0.6, q 3e-4 (1,539): x50 28
+    against 55; sigma 0.6, q 1e-3 (740): x10 26 against 75, x30 40 against 59, x50 48 against 31; sigma 1, q 1e-3
+    (166): x10 23 against 27, x20 28 against 19; sigma 0.6, q 0.01 (132): x10 25 against 41, x20 23 against 34 (left
+    to inversion: the limits are by narrowness alone, and sigma 1 at that narrowness is slower on the window). Two
+    runs (``python -m benchmarks.bench_fourier_few_runs`` at e9a8f4a): 4-13 ms on the window, where the two-run path
+    (:mod:`accountants.two_runs`) took 0.06-0.12 s at 69eb0aa; where the spread is below :data:`MIN_SPREAD` (sigma
+    0.5, q 1e-5: the window 5e-6 wide) the two-run path answers."""
     count = sum(int(n) for _, _, n in runs)
     if count < 2:
         return False
