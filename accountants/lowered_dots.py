@@ -97,6 +97,9 @@ def lowered_dots(b: LossBuckets, edges: np.ndarray) -> np.ndarray | None:
     h = float(edges[1] - edges[0])
     if not 0.0 < h <= 64.0:
         return None  # (e^h far beyond what a loss grid needs: the pairs answer)
+    if not np.all(np.diff(edges) == h):
+        return None  # the proof takes one step e^h - 1 for every bucket: an uneven grid is the pairs'
+
     e_h, e_mh, delta = math.exp(h), math.exp(-h), math.expm1(h)  # each within 2 ulps
     e_h_hi, e_mh_hi = e_h * (1.0 + 4 * _U), e_mh * (1.0 + 4 * _U)
     e_h_lo, delta_lo = e_h * (1.0 - 4 * _U), delta * (1.0 - 4 * _U)

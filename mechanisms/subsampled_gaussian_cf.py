@@ -514,11 +514,11 @@ def _soft_split(a, v_low, v_top, g, mu, width, cut, log_share, near=None):
 _SHORT_LINE = 256
 #: Octaves of ``|v|`` per group of a longer line (:func:`mechanisms._phase_sums._group_keys`): each group costs a
 #: layout and a soft split's search (1.5-3 ms) and sums its frequencies on the layout of its largest, relaxed by
-#: its smallest (module docstring). Two: sigma 0.6, q 1e-4 x 10^6, 54 -> 46 ms; issue 14's grid 1.36 -> 1.26 s;
-#: 100 random subsampled Gaussians (sigma 0.5-5, q 1e-5-0.5, 1-10^6 steps) 3-6% faster in all, none more than 1.19x
-#: slower. Three octaves were worse: sigma 0.6, q 1e-4 x 10^4 went from 36 to 570 ms, its errors (at the terms'
-#: rounding floor, which grows with the layout's nodes) 1.5x larger, past what its plan allowed, and its search
-#: doubled the nodes.
+#: its smallest (module docstring). Two: sigma 0.6, q 1e-4 x 10^6 took 55 ms at 69eb0aa (one octave) and 31 ms at
+#: 562816c, its slowest cell of issue 14's grid (``python -m benchmarks.bench_fourier_grid``, benchmarks/RESULTS.md).
+#: Three octaves were worse (not kept): sigma 0.6, q 1e-4 x 10^4 went from tens of milliseconds to over half a
+#: second, its errors (at the terms' rounding floor, which grows with the layout's nodes) 1.5x larger, past what its
+#: plan allowed, and its search doubled the nodes.
 _GROUP_OCTAVES = 2
 
 

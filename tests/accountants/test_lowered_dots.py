@@ -163,3 +163,11 @@ def test_a_law_the_checks_refuse_is_refused_at_any_scale():
                        0.0014392656114480425, 0.19487577589313343])
     for scale in (1.0, 1e-100, 1e-160, 1e-200, 1e-240):
         assert ld.lowered_dots(_buckets_of_atoms(losses, masses * scale, edges), edges) is None, scale
+
+
+def test_an_uneven_grid_is_left_to_the_pairs():
+    """The construction takes one step ``e^h - 1`` for every bucket: edges not evenly spaced give ``None``."""
+    _, _, edges, b = _smooth(2.0**-8)
+    uneven = edges.copy()
+    uneven[len(edges) // 2] += 2.0**-12
+    assert ld.lowered_dots(b, edges) is not None and ld.lowered_dots(b, uneven) is None
