@@ -709,12 +709,15 @@ class FourierAccountant:
         evaluated at most ``delta`` (so the exact epsilon is at most it), ``lower`` one whose lower delta was
         evaluated above ``delta`` (so the exact epsilon exceeds it). Only evaluated points become ends, so how the
         next point is chosen (:func:`accountants._roots.bracket_crossing`) does not affect the proof."""
-        upper_lo, upper = bracket_crossing(lambda e: self._one_run_delta(core, e).upper, delta)
+        def curve(upper):
+            """One proven end of the profile, the maximum over the directions (each asked for that end alone)."""
+            return lambda e: max(core.delta_bound_one_run(e, d, upper=upper) for d in Direction)
+
+        upper_lo, upper = bracket_crossing(curve(True), delta)
         upper = min(upper, self.pure_epsilon())
         start = upper if math.isfinite(upper) and upper > 0.0 else 1.0
         # the two curves are within rounding of each other: the lower crossing lies just under the upper one
-        lower = bracket_crossing(lambda e: self._one_run_delta(core, e).lower, delta, start=start,
-                                 below=start * (1.0 - 1e-9))[0]
+        lower = bracket_crossing(curve(False), delta, start=start, below=start * (1.0 - 1e-9))[0]
         return Bounds(min(lower, upper), upper, upper)
 
     def _core_delta_bounds(self, epsilon):

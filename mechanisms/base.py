@@ -417,6 +417,12 @@ class Mechanism(abc.ABC):
         ``epsilon >= 0``; mechanisms with :attr:`has_exact_profile` implement it."""
         raise MissingCapabilityError(f"{type(self).__name__} has no exact privacy profile.")
 
+    def delta_bound_one_run(self, epsilon: float, direction: Direction, *, upper: bool) -> float:
+        """One end of :meth:`delta_bounds_one_run`: the upper if ``upper``, else the lower. Root searches on one
+        proven curve ask only that end (:meth:`accountants.FourierAccountant.epsilon_bounds` of one run); mechanisms
+        whose ends cost separately override it (:class:`~mechanisms.subsampled.PoissonSubsampled`)."""
+        return self.delta_bounds_one_run(epsilon, direction)[1 if upper else 0]
+
     def tilt_free_damping(self, direction: Direction) -> bool:
         """Whether this mechanism's log MGF in ``direction`` costs about the same at any real tilt, so that the
         Fourier accountant may search dampings far above its usual cap (default False). The Poisson-subsampled

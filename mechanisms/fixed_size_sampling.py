@@ -328,6 +328,9 @@ class SampledWithoutReplacement(Mechanism):
     def delta_bounds_one_run(self, epsilon: float, direction: Direction) -> tuple[float, float]:
         return self.poisson_equivalent.delta_bounds_one_run(epsilon, direction)
 
+    def delta_bound_one_run(self, epsilon: float, direction: Direction, *, upper: bool) -> float:
+        return self.poisson_equivalent.delta_bound_one_run(epsilon, direction, upper=upper)
+
     def approximate(self) -> tuple[Mechanism, float]:
         """``(SampledWithoutReplacement(core, ...), delta)`` when the batch mechanism is ``delta``-approximately
         ``core``: the mixture argument of ``PoissonSubsampled.approximate`` over the coupled batches."""

@@ -150,37 +150,49 @@ class PoissonSubsampled(Mechanism):
         * add, ``(B, (1-q) B + q A)``: ``(B - g (1-q) B - g q A)_+ = c (B - g'' A)_+`` with ``c = 1 - g (1 - q)``
           and ``g'' = g q / c`` when ``c > 0`` (otherwise 0), so ``H = c H_(g'')(B || A)``;
 
-        with ``g = e^epsilon``; ``H(B || A)`` is the base's add direction. Both factors are rounded outward.
+        with ``g = e^epsilon``; ``H(B || A)`` is the base's add direction. Both factors are rounded outward, each end
+        by :meth:`delta_bound_one_run` (the two ends ask the base at two arguments, one each).
         """
+        return (self.delta_bound_one_run(epsilon, direction, upper=False),
+                self.delta_bound_one_run(epsilon, direction, upper=True))
+
+    def delta_bound_one_run(self, epsilon: float, direction: Direction, *, upper: bool) -> float:
+        """One end of :meth:`delta_bounds_one_run` (the identities in its docstring), at half the base's work of
+        both: the upper end asks the base's upper end at the argument rounded down (``log g'`` or ``log g''``; the
+        base's profile does not increase with it), the lower end its lower end at the argument rounded up."""
         from dpledger.mechanisms.relations import Direction
 
         q = self.sampling_probability
-        epsilon = _validate.nonnegative(epsilon, "epsilon", "PoissonSubsampled.delta_bounds_one_run")
+        epsilon = _validate.nonnegative(epsilon, "epsilon", "PoissonSubsampled.delta_bound_one_run")
         if q == 0.0:
-            return 0.0, 0.0
+            return 0.0
         if q == 1.0:
-            return self.mechanism.delta_bounds_one_run(epsilon, direction)
+            return self.mechanism.delta_bound_one_run(epsilon, direction, upper=upper)
         u = 2.0**-53
+        base = self.mechanism
         if direction is Direction.REMOVE:
             e1 = float(np.log1p(np.expm1(epsilon) / q))  # log g', within about 4u relative
-            low, high = self.mechanism.delta_bounds_one_run(max(e1 * (1.0 + 8 * u), 0.0), direction)[0], (
-                self.mechanism.delta_bounds_one_run(max(e1 * (1.0 - 8 * u), 0.0), direction)[1])
-            high = float(_logmath.round_up(high * q, 8)) if high > 0.0 else 0.0
-            return _down(low * q), min(high, 1.0)
+            if not upper:
+                return float(_down(base.delta_bound_one_run(max(e1 * (1.0 + 8 * u), 0.0), direction, upper=False)
+                                   * q))
+            high = base.delta_bound_one_run(max(e1 * (1.0 - 8 * u), 0.0), direction, upper=True)
+            return min(float(_logmath.round_up(high * q, 8)) if high > 0.0 else 0.0, 1.0)
         # add: c = e^eps (q + expm1(-eps)); g'' = q / (q + expm1(-eps))
         m1 = float(np.expm1(-epsilon))
         room = 4.0 * u * (q + abs(m1))
-        c_hi, c_lo = q + m1 + room, q + m1 - room
-        if c_hi <= 0.0:
-            return 0.0, 0.0
-        e2_lo = float(np.log(q / c_hi)) - 4.0 * u * (abs(np.log(q)) + 1.0)
-        high = self.mechanism.delta_bounds_one_run(max(e2_lo, 0.0), direction)[1] * np.exp(epsilon) * c_hi
-        high = float(_logmath.round_up(float(high), 16)) if high > 0.0 else 0.0
+        if upper:
+            c_hi = q + m1 + room
+            if c_hi <= 0.0:
+                return 0.0
+            e2_lo = float(np.log(q / c_hi)) - 4.0 * u * (abs(np.log(q)) + 1.0)
+            high = base.delta_bound_one_run(max(e2_lo, 0.0), direction, upper=True) * np.exp(epsilon) * c_hi
+            return min(float(_logmath.round_up(float(high), 16)) if high > 0.0 else 0.0, 1.0)
+        c_lo = q + m1 - room
         if c_lo <= 0.0:
-            return 0.0, min(high, 1.0)
+            return 0.0
         e2_hi = float(np.log(q / c_lo)) + 4.0 * u * (abs(np.log(q)) + 1.0)
-        low = self.mechanism.delta_bounds_one_run(e2_hi, direction)[0] * np.exp(epsilon) * c_lo
-        return _down(float(low) * (1.0 - 16 * u)), min(high, 1.0)
+        low = base.delta_bound_one_run(e2_hi, direction, upper=False) * np.exp(epsilon) * c_lo
+        return float(_down(float(low) * (1.0 - 16 * u)))
 
     def _two_point_base(self):
         flip = self.mechanism.dominating_randomized_response()

@@ -315,6 +315,34 @@ def test_the_coarse_probe_keeps_every_damping_it_evaluated():
 
 
 @settings(max_examples=30, deadline=None)
+@given(noise=st.floats(-7.0, -2.0).map(lambda e: 10.0**e), cap=st.floats(3.0, 9.0).map(lambda e: 10.0**e))
+def test_the_coarse_probe_continues_past_the_grid_only_while_the_objective_falls(noise, cap):
+    """A Gaussian loss of tiny ``mu`` (``log M(s) = mu^2 s (1 + s) / 2``) has its Chernoff damping far beyond the
+    first grid: the probe continues one damping at a time while the objective falls, ending at the first that
+    does not (or at the cap), and finds the best of the dampings it would have evaluated in one batch."""
+    evaluated = []
+
+    def law(s):
+        evaluated.append(np.size(s))
+        return 0.5 * noise * noise * s * (1.0 + s)
+
+    coarse = search.coarse_chernoff_epsilon(law, math.log(DELTA), cap)
+    grid = search._chernoff_grid(cap)[::5]
+    more = coarse.dampings[9:]
+    if coarse.objective[8] > min(coarse.objective[:8]) or cap <= grid[-1]:
+        assert more.size == 0
+        return
+    ratio = grid[-1] / grid[-2]
+    every = np.unique(np.minimum(grid[-1] * ratio ** np.arange(1, 1 + int(np.ceil(np.log(cap / grid[-1]) /
+                                                                                   np.log(ratio)))), cap))
+    assert np.array_equal(more, every[:more.size]) and evaluated[1:] == [1] * more.size
+    falls = np.diff(coarse.objective[8:]) < 0
+    assert falls[:-1].all() and (not falls[-1] or more.size == every.size)
+    batch = search._chernoff_objective(law, math.log(DELTA), every)
+    assert coarse[0] == max(min(float(np.min(batch)), float(np.min(coarse.objective[:9]))), 0.0)
+
+
+@settings(max_examples=30, deadline=None)
 @given(center=st.floats(-2.0, 2.0), curvature=st.floats(0.01, 10.0), offset=st.floats(-1.0, 1.0))
 def test_the_coarse_vertex_is_the_parabolas_kept_between_the_best_neighbours(center, curvature, offset):
     kappa = np.geomspace(1e-3, 1e3, 9)

@@ -8,9 +8,9 @@ import mpmath as mp
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from dpledger.accountants import FourierAccountant
+from dpledger.accountants import FourierAccountant, fourier_accountant
 from dpledger.accountants.report import BoundKind
-from dpledger.mechanisms import GaussianMechanism, PoissonSubsampled
+from dpledger.mechanisms import GaussianMechanism, LaplaceMechanism, PoissonSubsampled, SampledWithoutReplacement
 from dpledger.mechanisms.relations import Direction
 from tests.oracles import privacy_profiles as pp
 
@@ -41,6 +41,50 @@ def test_one_run_epsilon_interval_straddles_delta(sigma, q, delta):
     assert pp.subsampled_gaussian_profile(b.upper, q, sigma, 1) <= delta * (1 + 1e-12)
     if b.lower > 0:
         assert pp.subsampled_gaussian_profile(b.lower, q, sigma, 1) >= delta * (1 - 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.3, 30.0), st.sampled_from([0.0, 1.0, 1e-6, 1e-3, 0.3, 0.999]), st.floats(0.0, 20.0),
+       st.sampled_from(["gaussian", "laplace", "batch"]))
+@example(0.6, 1e-3, 1e-3 * (1 - 1e-12), "gaussian")  # add direction at its threshold -log(1 - q) ~ q
+def test_each_end_of_one_run_alone_is_that_end_of_the_pair(scale, q, epsilon, base):
+    """``delta_bound_one_run`` gives exactly the end of ``delta_bounds_one_run`` it is asked for (the one-run epsilon
+    search takes each end alone), for every base that has an exact profile, sampled or not, in both directions."""
+    if base == "batch":
+        batch = max(int(q * 1000), 1) if q < 1 else 999
+        m = SampledWithoutReplacement(GaussianMechanism(sigma=scale), batch_size=batch, dataset_size=1000)
+    else:
+        inner = GaussianMechanism(sigma=scale) if base == "gaussian" else LaplaceMechanism(scale=scale)
+        m = PoissonSubsampled(inner, q)
+    for direction in Direction:
+        lower, upper = m.delta_bounds_one_run(epsilon, direction)
+        assert m.delta_bound_one_run(epsilon, direction, upper=False) == lower
+        assert m.delta_bound_one_run(epsilon, direction, upper=True) == upper
+        assert 0.0 <= lower <= upper <= 1.0
+
+
+def test_the_one_run_epsilon_search_asks_the_base_once_per_direction_and_point(monkeypatch):
+    """Each point of the one-run epsilon search evaluates one end of the profile, so the base is asked at most once
+    per direction there (asking for both ends took two calls a direction)."""
+    calls = []
+    profile = GaussianMechanism.delta_bounds_one_run
+
+    def counted(self, epsilon, direction):
+        calls.append(direction)
+        return profile(self, epsilon, direction)
+
+    monkeypatch.setattr(GaussianMechanism, "delta_bounds_one_run", counted)
+    points = []
+    crossing = fourier_accountant.bracket_crossing
+
+    def traced(evaluate, delta, **kwargs):
+        return crossing(lambda e: points.append(e) or evaluate(e), delta, **kwargs)
+
+    monkeypatch.setattr(fourier_accountant, "bracket_crossing", traced)
+    b = FourierAccountant().compose(PoissonSubsampled(GaussianMechanism(sigma=5.0), 1e-3)).epsilon_bounds(1e-5)
+    assert b.lower <= b.upper and points
+    # the remove direction asks at every point, the add direction where its profile is not 0 (below -log(1 - q))
+    assert calls.count(Direction.REMOVE) == len(points) and calls.count(Direction.ADD) <= len(points)
 
 
 def test_only_a_single_run_takes_the_exact_path():
