@@ -185,10 +185,14 @@ def _lse(x, axis=None):
     """``log sum exp`` (scipy's is slow on small arrays); an all ``-inf`` slice gives ``-inf``. Only bounds' sizes
     go through it, each then given slack (:func:`_slack`)."""
     x = np.asarray(x, dtype=np.float64)
-    top = np.max(x, axis=axis, keepdims=True)
+    top = x.max(axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    total = np.exp(x - top).sum(axis=axis, keepdims=True)
+    # log 0 = -inf without the divide warning (an errstate block costs more than the rest on small arrays); a NaN
+    # stays NaN
+    out = np.full(total.shape, -np.inf)
+    np.log(total, out=out, where=~(total <= 0.0))
+    out += top
     return out.squeeze() if axis is None else np.squeeze(out, axis=axis)
 
 
@@ -747,10 +751,10 @@ def _panel_log_errors_many(a, g, mu, centres, h, v_top=0.0, soft=None):
     """
     y = h * (_RHOS - 1.0 / _RHOS) / 2.0
     ok = mu * y <= np.pi / 2.0
-    ends = np.stack([centres - h, centres + h])  # (2, P)
+    ends = centres[None, :] + np.array([-h, h])[:, None]  # (2, P): centre - h, centre + h
     log_end = (-0.5 * ends * ends - _LOG_SQRT_2PI + np.log(_GAP * (np.abs(ends) + 6.0)))[..., None] + (
         a[None, None, :] * _r(ends, g, mu)[..., None])
-    log_sup = _lse(log_end, axis=0) + np.log(1.01)
+    log_sup = np.logaddexp(log_end[0], log_end[1]) + np.log(1.01)  # the two ends' sum (a bound's size: slack later)
     if not ok.any():
         return np.full((centres.size, a.size), np.inf), log_sup
     rho, y = _RHOS[ok], y[ok]
