@@ -249,17 +249,19 @@ def _left_reach(a, g):
     ``int_-inf^x0 phi B^a <= (1 - g)^a Phi(x0) <= e^(|a| |log(1 - g)| - x0^2 / 2) <= e^-60`` at ``x0 = -sqrt(2 (60
     + |a| |log(1 - g)|))`` (Mills: ``Phi(x0) <= e^(-x0^2 / 2)``), against ``F(a) >= 1`` (Jensen: ``t^a`` is convex
     and ``E[B(X)] = 1``). Only the range moves: the left-tail bound of :func:`_log_tails` holds at any ``X_lo`` and
-    is carried as before. The add direction's transform (``a = -s``) then costs about the same at any tilt."""
+    is carried as before. The add direction's transform (``a = -s``) then costs about the same at any tilt. The point
+    carries its own margin (``e^-60``, far below the quadrature's target of ~1e-17), so the range starts there, not a
+    ``width`` further out."""
     return -np.sqrt(2.0 * (60.0 + abs(a) * -np.log1p(-g)))
 
 
 def _range(a, g, mu, width, cut):
-    """``[X_lo, X_hi]`` for tilt ``a``, cut at ``cut`` (module docstring, "Cut"); for ``a < 0`` the left end stops at
-    :func:`_left_reach` instead of ``a mu``."""
+    """``[X_lo, X_hi]`` for tilt ``a``, cut at ``cut`` (module docstring, "Cut"); for ``a < 0`` the left end is
+    ``a mu - width`` or :func:`_left_reach`, whichever is larger."""
     if a >= 0:
         lo, hi = -width, a * mu + width
     else:
-        lo, hi = max(a * mu, float(_left_reach(a, g))) - width, width
+        lo, hi = max(a * mu - width, float(_left_reach(a, g))), width
     return min(lo, cut - width), min(hi, cut)
 
 
@@ -676,7 +678,8 @@ def log_f_real_enclosure(
     if a.size < 4:
         pairs = [_log_f_real(float(x), g, mu, width, cut) for x in a]
         return np.array([p[0] for p in pairs], dtype=np.complex128), np.array([p[1] for p in pairs])
-    lo = min(float(min(max(np.min(a) * mu, float(_left_reach(np.min(a), g))), 0.0) - width), cut - width)
+    a_min = float(np.min(a))  # its range (_range) is the widest on the left
+    lo = min(-width if a_min >= 0 else max(a_min * mu - width, float(_left_reach(a_min, g))), cut - width)
     hi = min(float(max(np.max(a) * mu, 0.0) + width), cut)
     if (hi - lo) / 2.0 * _N_NODES > _MAX_NODES:
         _reference(float(a[np.argmax(np.abs(a))]), g, mu, width, cut)  # raises the usual NumericalError

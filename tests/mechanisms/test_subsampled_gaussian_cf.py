@@ -69,6 +69,25 @@ def test_enclosure_contains_the_mpmath_value(a, v, g, sigma):
     assert bound <= 1e-9 * size  # and is useful
 
 
+@pytest.mark.parametrize("a, v, g, sigma", [(-623.6, 0.0, 1e-4, 2.0), (-623.6, 40.0, 1e-4, 2.0),
+                                             (-80.0, 5.0, 0.3, 1.0), (-3000.0, 0.0, 1e-3, 0.8), (-1.5, 2.0, 0.5, 0.6)])
+def test_an_add_direction_tilt_starts_its_range_at_the_left_reach_and_still_holds(a, v, g, sigma):
+    """For ``a < 0`` the range starts at ``a mu - width`` or the left reach, whichever is larger (the reach carries
+    its own ``e^-60``): the left tail bound charged there stays below ``e^-60`` of ``F(a) >= 1``, and the enclosures
+    (one tilt, and the shared real-axis layout) contain mpmath's value and stay informative."""
+    mu, width = 1.0 / sigma, 14.0
+    lo, hi = cf._range(a, g, mu, width, math.inf)
+    assert lo == max(a * mu - width, float(cf._left_reach(a, g)))
+    assert cf._log_tails(a, g, mu, lo, hi)[0] <= -60.0
+    gap, bound, size = _contains(a, v, g, sigma)
+    assert gap <= bound and bound <= 1e-9 * size, (gap, bound, size)
+    if v == 0.0:
+        value, log_err = cf.log_f_real_enclosure(np.array([a, a / 2, a / 3, a / 4]), g, mu)
+        with mp.workdps(DPS):
+            assert abs(mp.exp(mp.mpf(float(value[0].real))) - _oracle_f(mp.mpf(a), g, sigma)) <= mp.exp(
+                mp.mpf(float(log_err[0])))
+
+
 @pytest.mark.parametrize("a, g, sigma, v_top",
                          [(2.0, 0.05, 1.0, 1600.0), (6.0, 1e-4, 0.6, 3e4), (-3.0, 0.3, 1.5, 500.0)])
 def test_a_layout_search_started_anywhere_ends_where_one_from_zero_does(a, g, sigma, v_top):
