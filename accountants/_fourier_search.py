@@ -555,7 +555,8 @@ def coarse_chernoff_epsilon(lm, log_delta, cap):
             kappa[-1] * ratio ** np.arange(1, 1 + int(np.ceil(np.log(cap / kappa[-1]) / np.log(ratio)))), cap))
         # one damping at a time, while the objective still falls: past its minimum it rises (in practice; were it
         # not, the best value found is still a bound), and the large tilts cost most (a subsampled Gaussian's
-        # remove direction beyond the RDP series' orders: q 1e-4, sigma 2, 10^4 steps, 0.64 ms for all three)
+        # remove direction beyond the RDP series' orders: q 1e-4, sigma 2, 10^4 steps, 0.64 ms for all three, a
+        # one-off timing)
         extra = []
         for k in more:
             value = float(_chernoff_objective(lm, target, np.array([k]))[0])
