@@ -543,13 +543,15 @@ class FourierAccountant:
         """``search(directions, *args, **settings)``; for proven enclosures (the subsampled Gaussian), which cost
         little more at large tilts, a failure at the usual damping cap is retried at ``MAX_DAMPING_ENCLOSED``: far
         below the saddle point the terms' rounding can swamp a small delta (long, lightly subsampled ledgers). Not
-        where every deciding direction was short of nodes below the cap (``AccuracyError.short_of_nodes``)."""
+        where every deciding direction made all its plans below the cap (``AccuracyError.below_cap``: short of nodes
+        there, or missing ``rtol`` at its Chernoff-optimal damping), which a larger cap would repeat."""
         settings = self._settings()
         try:
             return search(self._directions(delta), *args, **settings)
         except AccuracyError as error:
-            if not self.certified or settings["max_damping"] >= MAX_DAMPING_ENCLOSED or error.short_of_nodes:
-                raise  # (short of nodes below the cap: a larger cap would repeat the same plans)
+            if (not self.certified or settings["max_damping"] >= MAX_DAMPING_ENCLOSED or error.below_cap
+                    or error.short_of_nodes):
+                raise  # (every deciding plan below the cap, short of nodes or not: a larger cap would repeat them)
             first = error.proven
         try:
             return search(self._directions(delta), *args, **{**settings, "max_damping": MAX_DAMPING_ENCLOSED})

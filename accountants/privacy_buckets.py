@@ -46,8 +46,13 @@ step below keeps these orders (upper: ``>=``; lower: ``<=``):
   ``c = a * b`` satisfies ``||c~ - c||_2 <= E_2`` (:func:`_fft_error`), so ``||c~ - c||_1 <= sqrt(M) E_2`` over
   its ``M`` entries. Negative entries are set to 0 (``c >= 0``: this moves no entry away from ``c``). Upper
   measure: ``sqrt(M) E_2`` more mass at ``+inf``. Lower measure: the same mass removed from the top entries.
-* **truncation** after each convolution: upper tails of mass at most :data:`TAIL` go to ``+inf`` (upper) or to
-  the last kept point (lower); lower tails to the first kept point (upper) or dropped (lower).
+* **truncation** after each convolution: upper tails of mass at most ``T`` go to ``+inf`` (upper) or to the last
+  kept point (lower); lower tails to the first kept point (upper) or dropped (lower). ``T`` is :data:`TAIL`, or that
+  convolution's error bound ``sqrt(M) E_2`` where it is larger (any ``T`` keeps the orders; this one at most doubles
+  the error the convolution already carries): the FFT's rounding leaves tiny entries across its whole length, and
+  tails of at most :data:`TAIL` could not cut that floor, so each squaring doubled the support (many runs of a narrow
+  loss, sigma 0.53, q 1.3e-5, 4,131 runs: 31 million points instead of ten thousand, 43 s instead of 0.1 s by
+  a one-off timing).
 * **evaluation**: ``sum_k c_k (1 - e^(eps - l_k))_+`` of non-negative terms, each within 4u, the sum within
   ``M u`` relative.
 
@@ -77,7 +82,7 @@ _U = EPS / 2
 MAX_POINTS = 1 << 20
 #: The finest grid step used (connect-the-dots errors are of second order in it; finer grids only cost time).
 FINEST_STEP = 2.0**-14
-#: Mass moved off each end of a distribution after each convolution.
+#: Mass moved off each end of a distribution after each convolution (or that convolution's error bound, if larger).
 TAIL = 2.0**-48
 #: Buckets of the first, coarse pass that finds the composed support.
 _COARSE_POINTS = 1 << 12
@@ -121,17 +126,18 @@ def _fft_error(n, a, b):
     return (product / root + rho * (a1 * b2 + product / root)) * (1.0 + 1e-9)
 
 
-def _truncate(m):
-    """Move tails of mass at most :data:`TAIL` off both ends (module docstring)."""
+def _truncate(m, tail=TAIL):
+    """Move tails of mass at most ``tail`` (:data:`TAIL`, or a convolution's error bound where larger) off both ends
+    (module docstring)."""
     v = m.values
     if v.size <= 2:
         return m
     slack = (v.size + 2) * _U
     from_top = np.cumsum(v[::-1])
-    top = int(np.searchsorted(from_top, TAIL, side="right"))  # top entries whose total is at most TAIL
+    top = int(np.searchsorted(from_top, tail, side="right"))  # top entries whose total is at most tail
     top = min(top, v.size - 1)
     from_bottom = np.cumsum(v)
-    bottom = int(np.searchsorted(from_bottom, TAIL, side="right"))
+    bottom = int(np.searchsorted(from_bottom, tail, side="right"))
     bottom = min(bottom, v.size - 1 - top)
     if not top and not bottom:
         return m
@@ -165,7 +171,10 @@ def _convolve(a, b):
     else:
         infinite *= 1.0 - 8 * _U
         c = shave_top(c, err1)
-    return _truncate(_Measure(a.start + b.start, c, infinite, a.upper))
+    # the tails may carry as much mass as the convolution's error bound: an FFT's rounding leaves a floor of tiny
+    # entries across its whole length, which tails of at most TAIL could not cut, so each squaring doubled the support
+    # (sigma 0.53, q 1.3e-5, 4,131 runs: 31 million points against the 2^20 the step was chosen for)
+    return _truncate(_Measure(a.start + b.start, c, infinite, a.upper), max(TAIL, err1))
 
 
 def _power(m, count):
