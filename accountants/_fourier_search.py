@@ -1011,7 +1011,8 @@ def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping):
     hi]``) with the absolute tolerance ``delta min(0.1, kappa (hi - lo) / 4)`` (``delta_d`` moves by about that
     fraction across the interval: ``d log delta_d / d eps ~ -kappa`` near the saddle point), then bisection on
     its certified curves, every accepted point evaluated; repeated (``_BRACKET_ROUNDS`` at most) on the narrower
-    interval left, whose smaller width asks a smaller tolerance:
+    interval left, whose smaller width asks a smaller tolerance, while each round at least halves the interval and
+    its plans' node enclosure errors leave the next tolerance room (only the work depends on when it stops):
 
     * ``lower_d``: the largest epsilon found where the certified LOWER delta exceeds ``delta``; ``delta_d`` is
       non-increasing, so ``epsilon_d > lower_d``, and ``epsilon >= epsilon_d`` (thesis Thm 3.3.5: the maximum
@@ -1027,7 +1028,10 @@ def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping):
                                                   max_damping=max_damping)
         if (lower, upper) == (lo, hi):
             break
+        narrowed = upper - lower < 0.5 * (hi - lo)
         lo, hi = lower, upper
+        if not narrowed:  # a round that did not halve the interval: the next would gain less still
+            break
         # a round whose plans' node enclosures alone (both ends: twice) exceed the tolerance the next round would ask
         # is not followed by one: a tighter tolerance does not shrink them (many runs of a very narrow loss: the
         # second round of sigma 0.52, q 1.8e-6, 40,668 runs took 0.9 s and moved nothing). Only the work depends on it.

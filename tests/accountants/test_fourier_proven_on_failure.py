@@ -344,6 +344,23 @@ def test_many_run_narrow_searches_stop_where_the_node_enclosures_floor_them(monk
     assert b.lower <= b.upper and (b.upper - b.lower) / b.upper <= 1e-5
 
 
+@pytest.mark.parametrize("shrink, floor, rounds", [(0.1, 0.0, 3), (0.7, 0.0, 1), (0.1, 1.0, 1), (0.4, 0.0, 3)])
+def test_loose_inversions_go_round_again_only_while_a_round_halves_the_interval_unfloored(monkeypatch, shrink, floor,
+                                                                                       rounds):
+    """``bounds_in_bracket`` repeats its round (at most ``_BRACKET_ROUNDS``) while the last one at least halved the
+    interval and its plans' enclosure errors (``floor``, relative to delta) leave the next tolerance room; every
+    round's interval is kept."""
+    calls = []
+
+    def one_round(directions, log_delta, lo, hi, **kwargs):
+        calls.append((lo, hi))
+        return hi - shrink * (hi - lo), hi, [(floor * math.exp(log_delta), 10.0)]
+
+    monkeypatch.setattr(search, "_bounds_in_bracket", one_round)
+    lo, hi = search.bounds_in_bracket([], math.log(DELTA), 1.0, 2.0, max_terms=64, max_damping=64.0)
+    assert len(calls) == rounds and hi == 2.0 and lo == pytest.approx(2.0 - shrink**rounds)
+
+
 def test_a_delta_query_short_of_nodes_stops_and_contains_the_exact_profile(monkeypatch):
     """The delta query of the same two-run ledger: a direction's plan with every node allowed and short of its
     tolerance is not followed by one at a tighter tolerance (whose longer period would only truncate more), and each
