@@ -1034,7 +1034,8 @@ def bounds_in_bracket(directions, log_delta, lo, hi, *, max_terms, max_damping):
             break
         # a round whose plans' node enclosures alone (both ends: twice) exceed the tolerance the next round would ask
         # is not followed by one: a tighter tolerance does not shrink them (many runs of a very narrow loss: the
-        # second round of sigma 0.52, q 1.8e-6, 40,668 runs took 0.9 s and moved nothing). Only the work depends on it.
+        # second round of sigma 0.52, q 1.8e-6, 40,668 runs took 0.9 s, a one-off timing, and moved nothing). Only the
+        # work depends on it.
         delta = float(np.exp(log_delta))
         if floors and all(2.0 * error > delta * min(0.1, max(kappa, 1e-6) * (hi - lo) / 4.0)
                           for error, kappa in floors):
