@@ -48,11 +48,11 @@ step below keeps these orders (upper: ``>=``; lower: ``<=``):
   measure: ``sqrt(M) E_2`` more mass at ``+inf``. Lower measure: the same mass removed from the top entries.
 * **truncation** after each convolution: upper tails of mass at most ``T`` go to ``+inf`` (upper) or to the last
   kept point (lower); lower tails to the first kept point (upper) or dropped (lower). ``T`` is :data:`TAIL`, or that
-  convolution's error bound ``sqrt(M) E_2`` where it is larger (any ``T`` keeps the orders; this one at most doubles
-  the error the convolution already carries): the FFT's rounding leaves tiny entries across its whole length, and
-  tails of at most :data:`TAIL` could not cut that floor, so each squaring doubled the support (many runs of a narrow
-  loss, sigma 0.53, q 1.3e-5, 4,131 runs: 31 million points instead of ten thousand, 43 s instead of 0.1 s by
-  a one-off timing).
+  convolution's error bound ``sqrt(M) E_2`` where it is larger (any ``T`` keeps the orders; this one adds at most
+  that bound at each end, so at most twice the error the convolution already carries): the FFT's rounding leaves
+  tiny entries across its whole length, and tails of at most :data:`TAIL` could not cut that floor, so each squaring
+  doubled the support (many runs of a narrow loss, sigma 0.53, q 1.3e-5, 4,131 runs: 31 million points instead of
+  ten thousand, 43 s instead of 0.1 s by a one-off timing).
 * **evaluation**: ``sum_k c_k (1 - e^(eps - l_k))_+`` of non-negative terms, each within 4u, the sum within
   ``M u`` relative.
 
